@@ -34,11 +34,12 @@ T0=$SECONDS
 step_start=$SECONDS
 
 log() { printf '[venvs] %s\n' "$*"; }
+# One line per step: its name when it starts, its elapsed seconds when it ends.
 step() {
   step_start=$SECONDS
-  printf '[venvs] %s ...\n' "$*"
+  printf '[venvs] %s ... ' "$*"
 }
-done_step() { printf '[venvs]   done in %ss\n' "$((SECONDS - step_start))"; }
+done_step() { printf '%ss\n' "$((SECONDS - step_start))"; }
 
 pins_hash() { # $1 = venv kind, $2 = python
   local pyver
@@ -103,7 +104,7 @@ lines += [f"Requires-Dist: {req}" for req in src.requires or []]
 (target / "INSTALLER").write_text("tools/venvs.sh\n")
 (target / "RECORD").write_text("")
 assert md.version("vllm") == f"{version}+cpu", md.version("vllm")
-print(f"[venvs]   wrote {target.name} with {len(src.requires or [])} Requires-Dist lines")
+print(f"({target.name}: {len(src.requires or [])} Requires-Dist lines)", end=" ")
 PY
 }
 
@@ -116,7 +117,6 @@ build_vllm() {
   fi
   step "$VLLM_VENV: create venv with $VLLM_PYTHON"
   "$VLLM_PYTHON" -m venv "$VLLM_VENV"
-  pip_q "$VLLM_VENV" install --upgrade pip
   done_step
   step "$VLLM_VENV: install torch==$TORCH_VERSION (CPU wheel via find-links)"
   pip_q "$VLLM_VENV" install "torch==$TORCH_VERSION"
@@ -138,11 +138,9 @@ build_vllm() {
   log "$VLLM_VENV: ready ($(du -sh "$VLLM_VENV" | cut -f1))"
 }
 
-smoke_vllm() {
-  local tmp
+smoke_vllm() ( # subshell: its EXIT trap removes the scratch folder
   tmp=$(mktemp -d)
-  # shellcheck disable=SC2064 # expand now: tmp is local
-  trap "rm -rf -- '$tmp'" RETURN
+  trap 'rm -rf -- "$tmp"' EXIT
   TMPDIR=$tmp VLLM_CACHE_ROOT=$tmp/vllm TORCHINDUCTOR_CACHE_DIR=$tmp/inductor HF_HOME=$tmp/hf \
     "$VLLM_VENV/bin/python" - >/dev/null <<'PY'
 import importlib.metadata as md
@@ -153,7 +151,7 @@ assert torch.version.cuda is None, torch.version.cuda
 assert md.version("vllm").endswith("+cpu")
 import vllm.entrypoints.cli.serve  # noqa: F401
 PY
-}
+)
 
 build_services() {
   local want
@@ -164,7 +162,6 @@ build_services() {
   fi
   step "$SERVICES_VENV: create venv with $SERVICES_PYTHON"
   "$SERVICES_PYTHON" -m venv "$SERVICES_VENV"
-  pip_q "$SERVICES_VENV" install --upgrade pip
   done_step
   step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION"
   pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION"

@@ -1,0 +1,75 @@
+"""Shared fixtures: the collection on sys.path, inventories loaded by real Ansible."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / ".collections"))
+sys.path.insert(0, str(ROOT / "tests"))
+VENV_BIN = Path(sys.executable).parent
+EXAMPLES = ROOT / "inventories" / "examples"
+SPEC_DIR = ROOT.parent / "shared" / "spec"
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils import planner  # noqa: E402
+
+
+def ansible_env():
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(ROOT / "ansible.cfg")
+    env["PATH"] = "%s:%s" % (VENV_BIN, env.get("PATH", ""))
+    env.setdefault("ANSIBLE_LOCAL_TEMP", str(ROOT / ".cache" / "ansible-tmp"))
+    return env
+
+
+@functools.lru_cache(maxsize=None)
+def inventory_input(path):
+    """Groups and host variables exactly as Ansible resolves them for ``path``."""
+    out = subprocess.run(
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
+        check=True, capture_output=True, text=True, cwd=ROOT, env=ansible_env(),
+    ).stdout
+    data = json.loads(out)
+    hostvars = data.get("_meta", {}).get("hostvars", {})
+    groups = {}
+
+    def walk(name):
+        node = data.get(name, {})
+        hosts = list(node.get("hosts", []))
+        for child in node.get("children", []):
+            for host in walk(child):
+                if host not in hosts:
+                    hosts.append(host)
+        groups[name] = hosts
+        return hosts
+
+    walk("all")
+    return {"groups": groups, "hostvars": hostvars}
+
+
+@functools.lru_cache(maxsize=None)
+def example_plan(name):
+    return planner.build_plan(inventory_input(str(EXAMPLES / name / "hosts.yml")))
+
+
+def example_names():
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "hosts.yml").is_file())
+
+
+def service(plan, host, name):
+    for svc in plan["hosts"][host]["services"]:
+        if svc["name"] == name:
+            return svc
+    raise KeyError("%s/%s not in plan" % (host, name))
+
+
+@pytest.fixture
+def plan_of():
+    return example_plan

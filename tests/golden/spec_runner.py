@@ -1,0 +1,111 @@
+"""Run a spec command block (or a plan's launch script) and record what it would execute.
+
+A stand-in `vllm` / `vllm-router` / `python` on PATH records its argv and
+environment as JSON and exits: nothing is served. `source FILE` lines are
+recorded instead of run (the Ascend toolkit is not on this machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+SPEC_DIR = Path(__file__).parent / "spec"
+BASELINE_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+    # Present so the Ascend templates' `unset *_proxy` lines are observable.
+    "http_proxy": "http://proxy.invalid:3128",
+    "HTTPS_PROXY": "http://proxy.invalid:3128",
+    "ftp_proxy": "http://proxy.invalid:3128",
+}
+RECORDER = """#!/usr/bin/env python3
+import json, os, sys
+with open(%r, "w") as out:
+    json.dump({"argv": [os.path.basename(sys.argv[0])] + sys.argv[1:], "env": dict(os.environ)}, out)
+"""
+
+
+def spec_text(name: str) -> str:
+    return (SPEC_DIR / name).read_text()
+
+
+def run_script(text: str, args=(), env=None, substitutions=None, programs=("vllm", "vllm-router", "python")):
+    """Run ``text`` with bash; return {"argv", "env" (changes only), "unset", "sourced"}."""
+    for placeholder, value in (substitutions or {}).items():
+        text = text.replace(placeholder, str(value))
+    leftover = re.findall(r"<[A-Z0-9_]+>", text)
+    if leftover:
+        raise AssertionError("unsubstituted placeholders: %s" % sorted(set(leftover)))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        bindir = tmp / "bin"
+        bindir.mkdir()
+        record = tmp / "record.json"
+        sourced = tmp / "sourced.txt"
+        sourced.write_text("")
+        for prog in programs:
+            path = bindir / prog
+            path.write_text(RECORDER % str(record))
+            path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        text = re.sub(
+            r"^(\s*)source\s+(\S+)\s*$",
+            lambda m: "%secho %s >> %s" % (m.group(1), m.group(2), sourced),
+            text,
+            flags=re.M,
+        )
+        script = tmp / "run.sh"
+        script.write_text(text)
+        base = dict(BASELINE_ENV)
+        base["PATH"] = "%s:%s" % (bindir, base["PATH"])
+        base.update(env or {})
+        proc = subprocess.run(["bash", str(script), *map(str, args)], env=base, capture_output=True, text=True)
+        if not record.exists():
+            raise AssertionError("script did not run a recorded program: rc=%s\n%s" % (proc.returncode, proc.stderr))
+        data = json.loads(record.read_text())
+        sourced_files = [line for line in sourced.read_text().splitlines() if line]
+    changed = {k: v for k, v in data["env"].items() if base.get(k) != v and k not in ("PWD", "SHLVL", "_", "OLDPWD")}
+    removed = sorted(k for k in base if k not in data["env"])
+    return {
+        "argv": data["argv"],
+        "env": changed,
+        "unset": removed,
+        "sourced": sourced_files,
+    }
+
+
+def expected_env_from_plan(service):
+    """What a plan service's environment looks like after its launch script ran."""
+    env = dict(service["env"])
+    for key, value in (service.get("shell") or {}).get("prepend", {}).items():
+        env[key] = value + ":" + BASELINE_ENV.get(key, "")
+    return env
+
+
+def _canon(token):
+    if token[:1] in "{[":
+        try:
+            return ("json", json.loads(token))
+        except ValueError:
+            return ("text", token)
+    return ("text", token)
+
+
+def assert_same_argv(got, want):
+    """Token by token; JSON-valued arguments compare as JSON (the spec pretty-prints some)."""
+    g = [_canon(t) for t in got]
+    w = [_canon(t) for t in want]
+    if g != w:
+        lines = ["argv differs:"]
+        for i in range(max(len(g), len(w))):
+            a = got[i] if i < len(got) else "<missing>"
+            b = want[i] if i < len(want) else "<missing>"
+            mark = "  " if (i < len(g) and i < len(w) and g[i] == w[i]) else "!!"
+            lines.append("%s %3d plan=%r spec=%r" % (mark, i, a, b))
+        raise AssertionError("\n".join(lines))
