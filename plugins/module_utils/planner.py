@@ -70,6 +70,7 @@ TEMPLATE_FUNCTIONS = {
     "cudagraph_capture_sizes": formulas.cudagraph_capture_sizes,
     "default_dense_max": formulas.default_dense_max,
     "decode_context_parallel": formulas.decode_context_parallel,
+    "prefix": lambda value, text: "%s%s" % (text, value),
 }
 
 
