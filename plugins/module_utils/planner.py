@@ -611,13 +611,11 @@ def launch_script(plan, host, service):
 
 
 def _argv_lines(argv):
-    """Group each flag with its value(s) on one line for reading."""
+    """One line per flag with its value(s); the program and its positionals on the first."""
     out = []
     for token in argv:
         quoted = shlex.quote(token)
-        if out and not token.startswith("-") and out[-1].startswith("-") and " " not in out[-1]:
-            out[-1] += " " + quoted
-        elif out and not token.startswith("-") and len(out) <= 2 and not out[-1].startswith("-"):
+        if out and not token.startswith("-"):
             out[-1] += " " + quoted
         else:
             out.append(quoted)
