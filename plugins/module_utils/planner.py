@@ -268,6 +268,7 @@ class _Planner:
                     "serves_http": inst["vars"].get("serves_http", True),
                     "name": inst["name"],
                     "dp_rank": inst["vars"].get("dp_rank"),
+                    "url": "http://%s:%s" % (inst["ip"], inst["vars"].get("http_port")),
                 }
                 for inst in insts
             ]
@@ -338,7 +339,7 @@ class _Planner:
         base.update(role_params)
         if parallel == "single":
             for index, host in enumerate(hosts):
-                insts.append(self.instance(sname, spec, host, base, {"index": index, "is_node0": True, "node_rank": 0,
+                insts.append(self.instance(sname, spec, host, base, {"index": index, "is_node0": True,
                                                                   "serves_http": True}))
         elif parallel == "multinode":
             node0 = None

@@ -158,6 +158,10 @@ def merge(base, over):
     for key, value in over.items():
         if key in ARG_KEYS and key in out:
             out[key] = [{f: v} for f, v in merge_args(out[key], value)]
+        elif key == "ports" and isinstance(out.get(key), list) and isinstance(value, list):
+            named = {p.get("name"): p for p in out[key]}
+            named.update({p.get("name"): p for p in value})
+            out[key] = copy.deepcopy(list(named.values()))
         elif key in ENV_KEYS and key in out and isinstance(value, dict):
             out[key] = merge_env(out[key], value)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):

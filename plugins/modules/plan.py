@@ -1,0 +1,100 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Documentation of the kimi_k3.serving.plan action (the work happens in plugins/action/plan.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: plan
+short_description: Plan a Kimi-K3 deployment from the inventory
+version_added: 0.1.0
+description:
+  - Reads the C(router), C(metaservice), C(prefill), C(decode) and C(engine) groups and every host's
+    C(k3_*) variables, applies the selected profile from the catalog (C(k3_profile)) and computes, once
+    for the whole inventory, every service each host must run: the exact argv, the exact environment,
+    the image, the ports and the services that must be healthy first.
+  - Refuses an impossible or dangerous plan before anything is written, with one message per problem
+    naming the host, the variable and the fix.
+  - Runs on the controller only; it connects to no host.
+  - With O(dest), writes C(plan.json), C(summary.txt) and one launch script per service under
+    C(scripts/<host>/<service>.sh), and removes launch scripts of services no longer planned.
+options:
+  dest:
+    description:
+      - Folder to write the plan into. Without it the plan is only returned.
+    type: path
+  profile_dir:
+    description:
+      - Folder holding the profile catalog. Defaults to the collection's C(profiles/).
+    type: path
+  groups:
+    description:
+      - The inventory groups that make up the deployment.
+    type: list
+    elements: str
+    default: [router, metaservice, prefill, decode, engine]
+attributes:
+  check_mode:
+    support: full
+    description: In check mode nothing is written; C(changed) tells whether files would change.
+  diff_mode:
+    support: full
+    description: Shows the content change of every plan file.
+  idempotent:
+    support: full
+    description: A second run with the same inventory writes nothing and reports no change.
+author:
+  - kimi_k3.serving maintainers
+"""
+
+EXAMPLES = r"""
+- name: Plan the deployment and write it next to the inventory
+  kimi_k3.serving.plan:
+    dest: "{{ inventory_dir }}/plan"
+  run_once: true
+  delegate_to: localhost
+  register: k3_plan
+
+- name: Show which host runs what
+  ansible.builtin.debug:
+    msg: "{{ k3_plan.summary.splitlines() }}"
+"""
+
+RETURN = r"""
+plan:
+  description: The plan; the same document as C(plan.json).
+  returned: success
+  type: dict
+  contains:
+    profile:
+      description: The profile's name.
+      type: str
+    endpoint:
+      description: Where clients send requests (the router, the proxy or node 0).
+      type: dict
+    hosts:
+      description: Per inventory host, its services, each with name, kind, role, argv, env, image, ports, after,
+        ranks, health and container.
+      type: dict
+summary:
+  description: A readable table of host, service, kind, role, ranks, ports and start order.
+  returned: success
+  type: str
+dest:
+  description: The absolute folder the plan was written to.
+  returned: when O(dest) is set
+  type: str
+files:
+  description: The files of the plan, relative to O(dest).
+  returned: when O(dest) is set
+  type: list
+  elements: str
+problems:
+  description: Every reason the inventory cannot be planned, each with host, variable, message and fix.
+  returned: failure
+  type: list
+  elements: dict
+"""
