@@ -35,6 +35,16 @@ from .profiles import (
 )
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
+# Per-host variables every profile reads.
+HOST_VARIABLES = (
+    "k3_profile", "k3_ip", "k3_nic", "k3_rdma_devices", "k3_node_rank", "k3_devices_per_node",
+    "k3_host_memory_bytes", "k3_vllm_args", "k3_router_args", "k3_proxy_args", "k3_env",
+)
+# Variables of the collection's roles and playbooks (not profile settings).
+RESERVED_PREFIXES = (
+    "k3_plan_", "k3_metaservice_", "k3_router_", "k3_engine_", "k3_verify_", "k3_nvidia_", "k3_rocm_",
+    "k3_ascend_", "k3_container_", "k3_model_weights_", "k3_sandbox_", "k3_prerequisites_",
+)
 PLAN_VERSION = 1
 
 
@@ -255,10 +265,10 @@ class _Planner:
         layouts = {}
         for sname, spec in services_spec.items():
             layouts[sname] = self.layout(sname, spec, params)
+        self.check_unknown_variables(hosts)
+        self.check_topology(params, layouts)
         if self.problems:
             raise PlanError(self.problems)
-
-        self.check_topology(params, layouts)
         pools = {
             sname: [
                 {
@@ -406,6 +416,22 @@ class _Planner:
             "service_name": name or sname,
         })
         return {"service": sname, "name": name or sname, "host": host, "ip": ctx["ip"], "vars": ctx}
+
+    # ------------------------------------------------------------------ unknown variables
+    def check_unknown_variables(self, hosts):
+        """A k3_* variable the profile does not read is a typo or a setting of another profile."""
+        known = set(HOST_VARIABLES)
+        known.update(_var(k) for k in (self.profile.get("parameters") or {}))
+        for spec in self.services_spec.values():
+            known.update(_var(k) for k in (spec.get("parameters") or {}))
+        for host in hosts:
+            for key in sorted(self.hostvars.get(host, {})):
+                if not key.startswith("k3_") or key in known or key.startswith(RESERVED_PREFIXES):
+                    continue
+                self.problem(
+                    host, key, "profile %s has no setting %s" % (self.profile["name"], key),
+                    "remove it, or use one of: %s" % ", ".join(sorted(k for k in known if k not in HOST_VARIABLES)),
+                )
 
     # ------------------------------------------------------------------ topology checks
     def check_topology(self, params, layouts):
