@@ -14,8 +14,8 @@ version_added: 0.1.0
 description:
   - Reads the C(router), C(metaservice), C(prefill), C(decode) and C(engine) groups and every host's
     C(k3_*) variables, applies the selected profile from the catalog (C(k3_profile)) and computes, once
-    for the whole inventory, every service each host must run: the exact argv, the exact environment,
-    the image, the ports and the services that must be healthy first.
+    for the whole inventory, every service each host must run, with the exact argv, the exact
+    environment, the image, the ports and the services that must be healthy first.
   - Refuses an impossible or dangerous plan before anything is written, with one message per problem
     naming the host, the variable and the fix.
   - Runs on the controller only; it connects to no host.

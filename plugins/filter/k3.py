@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Filters over the recipes' formulas; the logic lives in module_utils/formulas.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.kimi_k3.serving.plugins.module_utils import formulas
+
+
+def _wrap(func):
+    def filter_(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except formulas.PlanValueError as exc:
+            raise AnsibleFilterError("%s: %s" % (func.__name__, exc)) from exc
+
+    filter_.__name__ = func.__name__
+    filter_.__doc__ = func.__doc__
+    return filter_
+
+
+class FilterModule:
+    """kimi_k3.serving formula filters."""
+
+    def filters(self):
+        return {
+            "prefill_max_num_seqs": _wrap(formulas.prefill_max_num_seqs),
+            "decode_max_num_seqs": _wrap(formulas.decode_max_num_seqs),
+            "decode_graph_max": _wrap(formulas.decode_graph_max),
+            "cudagraph_capture_sizes": _wrap(formulas.cudagraph_capture_sizes),
+            "decode_context_parallel": _wrap(formulas.decode_context_parallel),
+            "data_parallel_layout": _wrap(formulas.data_parallel_layout),
+            "external_dp_ranks": _wrap(formulas.external_dp_ranks),
+            "check_cpu_offload": _wrap(formulas.check_cpu_offload),
+        }
