@@ -29,12 +29,16 @@ def ansible_env():
     return env
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def inventory_input(path):
     """Groups and host variables exactly as Ansible resolves them for ``path``."""
     out = subprocess.run(
         [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
-        check=True, capture_output=True, text=True, cwd=ROOT, env=ansible_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ansible_env(),
     ).stdout
     data = json.loads(out)
     hostvars = data.get("_meta", {}).get("hostvars", {})
@@ -54,7 +58,7 @@ def inventory_input(path):
     return {"groups": groups, "hostvars": hostvars}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def example_plan(name):
     return planner.build_plan(inventory_input(str(EXAMPLES / name / "hosts.yml")))
 

@@ -34,12 +34,13 @@ T0=$SECONDS
 step_start=$SECONDS
 
 log() { printf '[venvs] %s\n' "$*"; }
-# One line per step: its name when it starts, its elapsed seconds when it ends.
+# One line per step, printed when it ends: its name and its elapsed seconds.
+step_name=
 step() {
   step_start=$SECONDS
-  printf '[venvs] %s ... ' "$*"
+  step_name=$*
 }
-done_step() { printf '%ss\n' "$((SECONDS - step_start))"; }
+done_step() { printf '[venvs] %s: %ss\n' "$step_name" "$((SECONDS - step_start))"; }
 
 pins_hash() { # $1 = venv kind, $2 = python
   local pyver
@@ -104,7 +105,7 @@ lines += [f"Requires-Dist: {req}" for req in src.requires or []]
 (target / "INSTALLER").write_text("tools/venvs.sh\n")
 (target / "RECORD").write_text("")
 assert md.version("vllm") == f"{version}+cpu", md.version("vllm")
-print(f"({target.name}: {len(src.requires or [])} Requires-Dist lines)", end=" ")
+print(f"[venvs] {target.name}: {len(src.requires or [])} Requires-Dist lines")
 PY
 }
 

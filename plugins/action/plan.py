@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Action plugin behind kimi_k3.serving.plan: plan the whole inventory once, on the controller."""
@@ -10,6 +9,7 @@ import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
     ROLE_GROUPS,
     PlanError,
@@ -40,7 +40,8 @@ class ActionModule(ActionBase):
         except PlanError as exc:
             result.update(
                 failed=True,
-                msg="The inventory cannot be planned (nothing was changed):\n" + "\n".join(str(p) for p in exc.problems),
+                msg="The inventory cannot be planned (nothing was changed):\n"
+                + "\n".join(str(p) for p in exc.problems),
                 problems=[p.as_dict() for p in exc.problems],
             )
             return result

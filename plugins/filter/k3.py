@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Filters over the recipes' formulas; the logic lives in module_utils/formulas.py."""
@@ -6,6 +5,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.kimi_k3.serving.plugins.module_utils import formulas
 
 

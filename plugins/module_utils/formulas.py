@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """The recipes' arithmetic as plain functions (no Ansible imports).
@@ -231,7 +230,6 @@ def check_cpu_offload(offload_bytes, memory_bytes, reserve_fraction=0.1):
             % (need, have, limit, int(reserve_fraction * 100), limit)
         )
     return need
-
 
 
 # --------------------------------------------------------------------------

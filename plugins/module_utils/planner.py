@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Inventory -> plan: every host's services, computed once for the whole inventory.
@@ -37,13 +36,32 @@ from .profiles import (
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
 # Per-host variables every profile reads.
 HOST_VARIABLES = (
-    "k3_profile", "k3_ip", "k3_nic", "k3_rdma_devices", "k3_node_rank", "k3_devices_per_node",
-    "k3_host_memory_bytes", "k3_vllm_args", "k3_router_args", "k3_proxy_args", "k3_env",
+    "k3_profile",
+    "k3_ip",
+    "k3_nic",
+    "k3_rdma_devices",
+    "k3_node_rank",
+    "k3_devices_per_node",
+    "k3_host_memory_bytes",
+    "k3_vllm_args",
+    "k3_router_args",
+    "k3_proxy_args",
+    "k3_env",
 )
 # Variables of the collection's roles and playbooks (not profile settings).
 RESERVED_PREFIXES = (
-    "k3_plan_", "k3_metaservice_", "k3_router_", "k3_engine_", "k3_verify_", "k3_nvidia_", "k3_rocm_",
-    "k3_ascend_", "k3_container_", "k3_model_weights_", "k3_sandbox_", "k3_prerequisites_",
+    "k3_plan_",
+    "k3_metaservice_",
+    "k3_router_",
+    "k3_engine_",
+    "k3_verify_",
+    "k3_nvidia_",
+    "k3_rocm_",
+    "k3_ascend_",
+    "k3_container_",
+    "k3_model_weights_",
+    "k3_sandbox_",
+    "k3_prerequisites_",
 )
 PLAN_VERSION = 1
 
@@ -144,18 +162,20 @@ class _Planner:
         if len(names) > 1:
             detail = "; ".join("%s on %s" % (n, ", ".join(h)) for n, h in names.items())
             self.problem(
-                "all", "k3_profile", "hosts of one deployment select different profiles (%s)" % detail,
+                "all",
+                "k3_profile",
+                "hosts of one deployment select different profiles (%s)" % detail,
                 "set k3_profile once, in all.vars",
             )
             return None
         name = next(iter(names))
         if not name:
-            self.problem(hosts[0], "k3_profile", "no profile selected", "set k3_profile to one of: %s" % ", ".join(known))
+            self.problem(
+                hosts[0], "k3_profile", "no profile selected", "set k3_profile to one of: %s" % ", ".join(known)
+            )
             return None
         if name not in known:
-            self.problem(
-                hosts[0], "k3_profile", "unknown profile %r" % name, "use one of: %s" % ", ".join(known)
-            )
+            self.problem(hosts[0], "k3_profile", "unknown profile %r" % name, "use one of: %s" % ", ".join(known))
             return None
         try:
             return load_profile(name, self.profile_dir)
@@ -176,7 +196,9 @@ class _Planner:
             if len(values) > 1:
                 detail = "; ".join("%r on %s" % (v, ", ".join(h)) for v, h in values.values())
                 self.problem(
-                    hosts[0], _var(name), "must be the same on every host of the %s, got %s" % (scope, detail),
+                    hosts[0],
+                    _var(name),
+                    "must be the same on every host of the %s, got %s" % (scope, detail),
                     "set %s once for the %s (all.vars or the group's vars)" % (_var(name), scope),
                 )
             out[name] = next(iter(values.values()))[0] if values else default
@@ -193,12 +215,16 @@ class _Planner:
         variable = "k3_ip" if self.hv(host, "k3_ip") else "ansible_host"
         if addr is not None and addr.is_unspecified:
             self.problem(
-                host, variable, "the %s address is %s, which no other node can reach" % (role_label, ip),
+                host,
+                variable,
+                "the %s address is %s, which no other node can reach" % (role_label, ip),
                 "set k3_ip to the address other nodes use to reach %s" % host,
             )
         elif addr is not None and addr.is_loopback and len(self.deployment_hosts()) > 1:
             self.problem(
-                host, variable, "the %s address %s is a loopback address in a multi-host deployment" % (role_label, ip),
+                host,
+                variable,
+                "the %s address %s is a loopback address in a multi-host deployment" % (role_label, ip),
                 "set k3_ip to the address other nodes use to reach %s" % host,
             )
         return ip
@@ -215,20 +241,29 @@ class _Planner:
             try:
                 rank = int(rank)
             except (TypeError, ValueError):
-                self.problem(host, "k3_node_rank", "%r is not a whole number" % (rank,), "set k3_node_rank to 0..%d" % (len(hosts) - 1))
+                self.problem(
+                    host,
+                    "k3_node_rank",
+                    "%r is not a whole number" % (rank,),
+                    "set k3_node_rank to 0..%d" % (len(hosts) - 1),
+                )
                 ok = False
                 continue
             by_rank.setdefault(rank, []).append(host)
         for rank, owners in sorted(by_rank.items()):
             if len(owners) > 1:
                 self.problem(
-                    owners[1], "k3_node_rank", "rank %d of group %s is also held by %s" % (rank, group, owners[0]),
+                    owners[1],
+                    "k3_node_rank",
+                    "rank %d of group %s is also held by %s" % (rank, group, owners[0]),
                     "give every host of %s a unique k3_node_rank from 0 to %d" % (group, len(hosts) - 1),
                 )
                 ok = False
             if rank < 0 or rank >= len(hosts):
                 self.problem(
-                    owners[0], "k3_node_rank", "rank %d is outside 0..%d for the %d hosts of %s" % (rank, len(hosts) - 1, len(hosts), group),
+                    owners[0],
+                    "k3_node_rank",
+                    "rank %d is outside 0..%d for the %d hosts of %s" % (rank, len(hosts) - 1, len(hosts), group),
                     "give every host of %s a unique k3_node_rank from 0 to %d" % (group, len(hosts) - 1),
                 )
                 ok = False
@@ -237,7 +272,9 @@ class _Planner:
             taken = sorted(by_rank)
             free = [r for r in range(len(hosts)) if r not in taken]
             self.problem(
-                missing[0], "k3_node_rank", "some hosts of %s set k3_node_rank and %s does not" % (group, ", ".join(missing)),
+                missing[0],
+                "k3_node_rank",
+                "some hosts of %s set k3_node_rank and %s does not" % (group, ", ".join(missing)),
                 "set k3_node_rank on every host of %s (free ranks: %s) or on none" % (group, ", ".join(map(str, free))),
             )
             ok = False
@@ -318,7 +355,11 @@ class _Planner:
         for sname, spec in services_spec.items():
             for inst in pools.get(sname, []):
                 if spec.get("kind") == "vllm" and inst["serves_http"]:
-                    return {"service": inst["name"], "host": inst["host"], "url": "http://%s:%s" % (inst["ip"], inst["port"])}
+                    return {
+                        "service": inst["name"],
+                        "host": inst["host"],
+                        "url": "http://%s:%s" % (inst["ip"], inst["port"]),
+                    }
         return None
 
     # ------------------------------------------------------------------ layout
@@ -332,11 +373,14 @@ class _Planner:
         if isinstance(exact, str):
             exact = self.renderer.value(exact, dict(params), "%s.hosts.count" % sname)
         if len(hosts) < lo or (hi is not None and len(hosts) > hi) or (exact is not None and len(hosts) != exact):
-            want = "exactly %d" % exact if exact is not None else (
-                "at least %d" % lo if hi is None else ("%d" % lo if lo == hi else "%d to %d" % (lo, hi))
+            want = (
+                "exactly %d" % exact
+                if exact is not None
+                else ("at least %d" % lo if hi is None else ("%d" % lo if lo == hi else "%d to %d" % (lo, hi)))
             )
             self.problem(
-                "all", "groups.%s" % group,
+                "all",
+                "groups.%s" % group,
                 "profile %s needs %s host(s) in group %s for its %s, the inventory has %d"
                 % (params["profile"], want, group, label, len(hosts)),
                 "put %s host(s) into group %s" % (want, group),
@@ -349,14 +393,25 @@ class _Planner:
         base.update(role_params)
         if parallel == "single":
             for index, host in enumerate(hosts):
-                insts.append(self.instance(sname, spec, host, base, {"index": index, "is_node0": True,
-                                                                  "serves_http": True}))
+                insts.append(
+                    self.instance(sname, spec, host, base, {"index": index, "is_node0": True, "serves_http": True})
+                )
         elif parallel == "multinode":
             node0 = None
             for rank, host in enumerate(hosts):
-                inst = self.instance(sname, spec, host, base, {"node_rank": rank, "nnodes": len(hosts),
-                                                               "is_node0": rank == 0, "headless": rank > 0,
-                                                               "serves_http": rank == 0})
+                inst = self.instance(
+                    sname,
+                    spec,
+                    host,
+                    base,
+                    {
+                        "node_rank": rank,
+                        "nnodes": len(hosts),
+                        "is_node0": rank == 0,
+                        "headless": rank > 0,
+                        "serves_http": rank == 0,
+                    },
+                )
                 node0 = node0 or inst["ip"]
                 inst["vars"]["master_addr"] = node0
                 insts.append(inst)
@@ -368,12 +423,17 @@ class _Planner:
                 self.problem(hosts[0], _var("dp_size_local"), str(exc), "fix the data-parallel settings of %s" % group)
                 return []
             hybrid = bool(base.get("dp_hybrid_lb"))
-            for host, entry in zip(hosts, layout):
+            for host, entry in zip(hosts, layout, strict=True):
                 extra = dict(entry)
                 extra.pop("node", None)
-                extra.update({"node_rank": entry["node_index"], "nnodes": len(hosts),
-                              "headless": not entry["is_node0"] and not hybrid,
-                              "serves_http": entry["is_node0"] or hybrid})
+                extra.update(
+                    {
+                        "node_rank": entry["node_index"],
+                        "nnodes": len(hosts),
+                        "headless": not entry["is_node0"] and not hybrid,
+                        "serves_http": entry["is_node0"] or hybrid,
+                    }
+                )
                 insts.append(self.instance(sname, spec, host, base, extra))
         elif parallel == "dp_external":
             dp_size = len(hosts) * int(base.get("dp_size_local", 1))
@@ -381,24 +441,38 @@ class _Planner:
             for index, host in enumerate(hosts):
                 try:
                     ranks = formulas.external_dp_ranks(
-                        base["vllm_start_port"], dp_size, index * int(base.get("dp_size_local", 1)),
-                        base.get("dp_size_local", 1), base["tensor_parallel_size"],
+                        base["vllm_start_port"],
+                        dp_size,
+                        index * int(base.get("dp_size_local", 1)),
+                        base.get("dp_size_local", 1),
+                        base["tensor_parallel_size"],
                     )
                 except PlanValueError as exc:
                     self.problem(host, _var("dp_size_local"), str(exc), "fix the data-parallel settings of %s" % group)
                     continue
                 for entry in ranks:
                     extra = {
-                        "node_rank": index, "nnodes": len(hosts), "is_node0": index == 0, "serves_http": True,
-                        "dp_size": dp_size, "dp_rank": entry["dp_rank"], "dp_address": address,
-                        "dp_rpc_port": base["dp_rpc_port"], "http_port": entry["port"], "local_rank": entry["local_rank"],
+                        "node_rank": index,
+                        "nnodes": len(hosts),
+                        "is_node0": index == 0,
+                        "serves_http": True,
+                        "dp_size": dp_size,
+                        "dp_rank": entry["dp_rank"],
+                        "dp_address": address,
+                        "dp_rpc_port": base["dp_rpc_port"],
+                        "http_port": entry["port"],
+                        "local_rank": entry["local_rank"],
                         "devices": ",".join(str(d) for d in entry["devices"]),
                     }
                     suffix = "-dp%d" % entry["dp_rank"] if int(base.get("dp_size_local", 1)) > 1 else ""
                     insts.append(self.instance(sname, spec, host, base, extra, name=sname + suffix))
         else:
-            self.problem("all", "k3_profile", "profile %s: unknown parallelism %r for %s" % (params["profile"], parallel, sname),
-                         "use single, multinode, dp or dp_external in the profile data")
+            self.problem(
+                "all",
+                "k3_profile",
+                "profile %s: unknown parallelism %r for %s" % (params["profile"], parallel, sname),
+                "use single, multinode, dp or dp_external in the profile data",
+            )
         return insts
 
     def instance(self, sname, spec, host, base, extra, name=None):
@@ -408,13 +482,15 @@ class _Planner:
         if spec.get("http_port") is not None and "http_port" not in extra:
             ctx["http_port"] = self.renderer.value(spec["http_port"], ctx, "%s.http_port" % sname)
         ctx.setdefault("http_port", base.get("http_port"))
-        ctx.update({
-            "host": host,
-            "ip": self.host_address(host, label),
-            "nic": self.hv(host, "k3_nic"),
-            "rdma_devices": self.hv(host, "k3_rdma_devices"),
-            "service_name": name or sname,
-        })
+        ctx.update(
+            {
+                "host": host,
+                "ip": self.host_address(host, label),
+                "nic": self.hv(host, "k3_nic"),
+                "rdma_devices": self.hv(host, "k3_rdma_devices"),
+                "service_name": name or sname,
+            }
+        )
         return {"service": sname, "name": name or sname, "host": host, "ip": ctx["ip"], "vars": ctx}
 
     # ------------------------------------------------------------------ unknown variables
@@ -429,7 +505,9 @@ class _Planner:
                 if not key.startswith("k3_") or key in known or key.startswith(RESERVED_PREFIXES):
                     continue
                 self.problem(
-                    host, key, "profile %s has no setting %s" % (self.profile["name"], key),
+                    host,
+                    key,
+                    "profile %s has no setting %s" % (self.profile["name"], key),
                     "remove it, or use one of: %s" % ", ".join(sorted(k for k in known if k not in HOST_VARIABLES)),
                 )
 
@@ -450,7 +528,8 @@ class _Planner:
                 need = int(tp) * int(pp) * int(local_dp) // int(nnodes)
                 if devices is not None and need > int(devices):
                     self.problem(
-                        host, "k3_devices_per_node",
+                        host,
+                        "k3_devices_per_node",
                         "%s needs %d devices per node (TP %s x PP %s x local DP %s over %s node(s)) and the host has %s"
                         % (inst["name"], need, tp, pp, local_dp, nnodes, devices),
                         "use hosts with %d devices, or lower k3_tensor_parallel_size" % need,
@@ -459,21 +538,32 @@ class _Planner:
                 try:
                     formulas.decode_context_parallel(tp, dcp, self.profile.get("dcp_platform", "none"))
                 except PlanValueError as exc:
-                    self.problem(host, "k3_dcp_size", str(exc), "set k3_dcp_size to a divisor of k3_tensor_parallel_size")
+                    self.problem(
+                        host, "k3_dcp_size", str(exc), "set k3_dcp_size to a divisor of k3_tensor_parallel_size"
+                    )
                 heads = ctx.get("attention_heads")
                 if heads:
                     try:
                         formulas.check_divides_heads(tp, heads)
                     except PlanValueError as exc:
-                        self.problem(host, "k3_tensor_parallel_size", str(exc),
-                                     "pick a tensor-parallel size that divides k3_attention_heads")
+                        self.problem(
+                            host,
+                            "k3_tensor_parallel_size",
+                            str(exc),
+                            "pick a tensor-parallel size that divides k3_attention_heads",
+                        )
                 offload = ctx.get("cpu_offload_bytes")
                 memory = self.host_memory(host)
                 if offload and memory:
                     try:
                         formulas.check_cpu_offload(offload, memory)
                     except PlanValueError as exc:
-                        self.problem(host, "k3_cpu_offload_bytes", str(exc), "lower k3_cpu_offload_bytes, or set it to 0 to turn offload off")
+                        self.problem(
+                            host,
+                            "k3_cpu_offload_bytes",
+                            str(exc),
+                            "lower k3_cpu_offload_bytes, or set it to 0 to turn offload off",
+                        )
 
     def host_memory(self, host):
         explicit = self.hv(host, "k3_host_memory_bytes")
@@ -525,8 +615,20 @@ class _Planner:
         except (ProfileError, PlanValueError) as exc:
             self.problem(host, "k3_profile", str(exc), "check the values the profile reads (k3_* variables)")
             return None
-        ranks = {k: ctx[k] for k in ("node_rank", "nnodes", "dp_size", "dp_size_local", "dp_start_rank", "dp_rank",
-                                      "dp_address", "devices") if k in ctx and ctx[k] is not None}
+        ranks = {
+            k: ctx[k]
+            for k in (
+                "node_rank",
+                "nnodes",
+                "dp_size",
+                "dp_size_local",
+                "dp_start_rank",
+                "dp_rank",
+                "dp_address",
+                "devices",
+            )
+            if k in ctx and ctx[k] is not None
+        }
         service = {
             "name": inst["name"],
             "kind": kind,
@@ -554,34 +656,53 @@ class _Planner:
             for port in svc["ports"]:
                 entries.append((host, svc["name"], port["name"], port["port"], port["count"]))
         for host, port, users in formulas.port_collisions(entries):
-            self.problem(host, "k3_*_port", "port %d is used by %s" % (port, " and ".join(users)),
-                         "give one of them another port (the profile's *_port parameters) or move it to another host")
+            self.problem(
+                host,
+                "k3_*_port",
+                "port %d is used by %s" % (port, " and ".join(users)),
+                "give one of them another port (the profile's *_port parameters) or move it to another host",
+            )
         for host, svc in rendered:
             env = svc["env"]
             if env.get("AITER_SITUV2_A8W4") == "1" and env.get("VLLM_ROCM_USE_AITER_MOE_SITUV2") != "1":
                 self.problem(
-                    host, "k3_env.AITER_SITUV2_A8W4",
-                    "%s sets AITER_SITUV2_A8W4=1 without VLLM_ROCM_USE_AITER_MOE_SITUV2=1: vLLM does not derive its MoE "
-                    "weight layout from that AITER flag, and the two can disagree and corrupt output without an error"
-                    % svc["name"],
+                    host,
+                    "k3_env.AITER_SITUV2_A8W4",
+                    "%s sets AITER_SITUV2_A8W4=1 without VLLM_ROCM_USE_AITER_MOE_SITUV2=1: vLLM does not derive "
+                    "its MoE weight layout from that AITER flag, and the two can disagree and corrupt output "
+                    "without an error" % svc["name"],
                     "remove AITER_SITUV2_A8W4, or set VLLM_ROCM_USE_AITER_MOE_SITUV2=1 (the a4w4 path)",
                 )
             for name, value in (self.profile.get("forbid_env") or {}).items():
                 if env.get(name) == str(value):
-                    self.problem(host, "k3_env.%s" % name,
-                                 "%s sets %s=%s, which the %s baseline must not set" % (svc["name"], name, value, params["profile"]),
-                                 "remove %s from k3_env" % name)
+                    self.problem(
+                        host,
+                        "k3_env.%s" % name,
+                        "%s sets %s=%s, which the %s baseline must not set"
+                        % (svc["name"], name, value, params["profile"]),
+                        "remove %s from k3_env" % name,
+                    )
             moe = argv_flags(svc["argv"]).get("moe-backend")
             if moe == "deep_gemm_mega_moe" and params.get("fabric") == "rdma":
-                self.problem(host, "k3_fabric",
-                             "%s uses --moe-backend deep_gemm_mega_moe, which is not compatible with cross-node RDMA" % svc["name"],
-                             "use cross-node NVLink (k3_fabric: nvlink) or drop the MegaMoE backend via k3_vllm_args")
+                self.problem(
+                    host,
+                    "k3_fabric",
+                    "%s uses --moe-backend deep_gemm_mega_moe, which is not compatible with cross-node RDMA"
+                    % svc["name"],
+                    "use cross-node NVLink (k3_fabric: nvlink) or drop the MegaMoE backend via k3_vllm_args",
+                )
         self.check_pd_match(rendered)
 
     def check_pd_match(self, rendered):
         """Prefill and decode must agree on SSM dtype, DCP settings and cache layout."""
-        keys_args = ("mamba-ssm-cache-dtype", "decode-context-parallel-size", "dcp-comm-backend",
-                     "cp-kv-cache-interleave-size", "kv-cache-dtype", "block-size")
+        keys_args = (
+            "mamba-ssm-cache-dtype",
+            "decode-context-parallel-size",
+            "dcp-comm-backend",
+            "cp-kv-cache-interleave-size",
+            "kv-cache-dtype",
+            "block-size",
+        )
         keys_env = ("VLLM_SSM_CONV_STATE_LAYOUT", "VLLM_KV_CACHE_LAYOUT")
         seen = {}
         for host, svc in rendered:
@@ -598,7 +719,8 @@ class _Planner:
                 first = values[0]
                 odd = next(v for v in values if v[2] != first[2])
                 self.problem(
-                    odd[0], "k3_vllm_args" if key.startswith("--") else "k3_env.%s" % key,
+                    odd[0],
+                    "k3_vllm_args" if key.startswith("--") else "k3_env.%s" % key,
                     "%s is %s on %s/%s but %s on %s/%s: prefill and decode must keep SSM dtype, DCP settings and cache "
                     "layout matched" % (key, odd[2], odd[0], odd[1], first[2], first[0], first[1]),
                     "set %s to the same value on every prefill and decode host" % key,
@@ -617,7 +739,8 @@ def launch_script(plan, host, service):
     """A readable shell script: environment, then exec of the exact argv."""
     lines = [
         "#!/usr/bin/env bash",
-        "# kimi_k3.serving plan: profile %s, host %s, service %s (%s)" % (plan["profile"], host, service["name"], service["kind"]),
+        "# kimi_k3.serving plan: profile %s, host %s, service %s (%s)"
+        % (plan["profile"], host, service["name"], service["kind"]),
     ]
     if service.get("image"):
         lines.append("# image: %s" % service["image"])
@@ -655,15 +778,33 @@ def summary_table(plan):
     for host, data in plan["hosts"].items():
         for svc in data["services"]:
             ranks = svc.get("ranks") or {}
-            rank_txt = ",".join("%s=%s" % (k, v) for k, v in ranks.items() if k in ("node_rank", "dp_rank", "dp_start_rank", "dp_size"))
+            rank_txt = ",".join(
+                "%s=%s" % (k, v) for k, v in ranks.items() if k in ("node_rank", "dp_rank", "dp_start_rank", "dp_size")
+            )
             ports = ",".join(
-                "%s:%d" % (p["name"], p["port"]) if p["count"] == 1 else "%s:%d-%d" % (p["name"], p["port"], p["port"] + p["count"] - 1)
+                "%s:%d" % (p["name"], p["port"])
+                if p["count"] == 1
+                else "%s:%d-%d" % (p["name"], p["port"], p["port"] + p["count"] - 1)
                 for p in svc["ports"]
             )
-            rows.append((host, svc["name"], svc["kind"], svc["role"], rank_txt or "-", ports or "-", ",".join(svc["after"]) or "-"))
+            rows.append(
+                (
+                    host,
+                    svc["name"],
+                    svc["kind"],
+                    svc["role"],
+                    rank_txt or "-",
+                    ports or "-",
+                    ",".join(svc["after"]) or "-",
+                )
+            )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    head = ["profile: %s (%s)" % (plan["profile"], plan.get("title", "")), "endpoint: %s" % ((plan.get("endpoint") or {}).get("url", "-")), ""]
+    head = [
+        "profile: %s (%s)" % (plan["profile"], plan.get("title", "")),
+        "endpoint: %s" % ((plan.get("endpoint") or {}).get("url", "-")),
+        "",
+    ]
     return "\n".join(head + text) + "\n"
 
 

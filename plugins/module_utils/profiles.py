@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Profile data: loading, inheritance, argument lists and templating.

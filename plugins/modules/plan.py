@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Documentation of the kimi_k3.serving.plan action (the work happens in plugins/action/plan.py)."""

@@ -44,7 +44,9 @@ def test_engines_match_templates(side):
         want = run_script(spec_text(fixture), args=args, substitutions=subs)
         assert_same_argv(svc["argv"], want["argv"])
         assert expected_env_from_plan(svc) == want["env"]
-        spec_unset = [w for line in spec_text(fixture).splitlines() if line.startswith("unset ") for w in line.split()[1:]]
+        spec_unset = [
+            w for line in spec_text(fixture).splitlines() if line.startswith("unset ") for w in line.split()[1:]
+        ]
         assert svc["shell"]["unset"] == spec_unset
         assert set(want["unset"]) <= set(svc["shell"]["unset"])
         ports = {p["name"]: (p["port"], p["count"]) for p in svc["ports"]}
@@ -56,7 +58,9 @@ def test_engines_match_templates(side):
 def test_metaservice_matches_tutorial_and_starts_first():
     plan = example_plan(PLAN)
     meta = service(plan, "a3pd-meta", "metaservice")
-    want = run_script(spec_text("a3_metaservice.sh"), substitutions={"<PATH_TO_MMC_META_CONF>": "/etc/kimi-k3/mmc-meta.conf"})
+    want = run_script(
+        spec_text("a3_metaservice.sh"), substitutions={"<PATH_TO_MMC_META_CONF>": "/etc/kimi-k3/mmc-meta.conf"}
+    )
     assert meta["argv"] == want["argv"]
     assert meta["env"] == want["env"]
     assert meta["after"] == []
@@ -80,8 +84,17 @@ def test_proxy_lists_every_engine():
     assert proxy["argv"] == [
         "python",
         "/vllm-workspace/vllm-ascend/examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py",
-        "--host", "0.0.0.0", "--port", "8000",
-        "--prefiller-hosts", *p_hosts, "--prefiller-ports", *["9000"] * 8,
-        "--decoder-hosts", *d_hosts, "--decoder-ports", *["9000"] * 8,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--prefiller-hosts",
+        *p_hosts,
+        "--prefiller-ports",
+        *["9000"] * 8,
+        "--decoder-hosts",
+        *d_hosts,
+        "--decoder-ports",
+        *["9000"] * 8,
     ]
     assert len(proxy["after"]) == 16

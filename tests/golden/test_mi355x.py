@@ -31,7 +31,8 @@ def spec_script(p_seqs, d_seqs, k, ssm, offload, dense, gmax):
         decode = decode.replace('CAPTURES="$(seq -s, 1 128),$(seq -s, 130 10 240)"', 'CAPTURES="1,8"')
     else:
         decode = decode.replace(
-            "$(seq -s, 1 128),$(seq -s, 130 10 240)", "$(seq -s, 1 %d),$(seq -s, %d 10 %d)" % (dense, dense // 10 * 10 + 10, gmax)
+            "$(seq -s, 1 128),$(seq -s, 130 10 240)",
+            "$(seq -s, 1 %d),$(seq -s, %d 10 %d)" % (dense, dense // 10 * 10 + 10, gmax),
         )
     decode = decode.replace('\\"max_cudagraph_capture_size\\":240', '\\"max_cudagraph_capture_size\\":%d' % gmax)
     text = prefill + "  decode)" + decode
@@ -40,7 +41,9 @@ def spec_script(p_seqs, d_seqs, k, ssm, offload, dense, gmax):
     if not offload:  # "remove prefill CPU offload (use MoRIIO alone)"
         text = text.replace('if [ "$ROLE" = prefill ]; then', "if false; then")
     if k == 7:  # c8: decode only, Model Runner v2 and the latency-specialized backend
-        text = text.replace("    KV_ROLE=kv_consumer\n", "    KV_ROLE=kv_consumer\n    export VLLM_USE_V2_MODEL_RUNNER=1\n")
+        text = text.replace(
+            "    KV_ROLE=kv_consumer\n", "    KV_ROLE=kv_consumer\n    export VLLM_USE_V2_MODEL_RUNNER=1\n"
+        )
         text = text.replace(
             '--kv-transfer-config "$KV_CONFIG"',
             '--kv-transfer-config "$KV_CONFIG" $( [ "$ROLE" = decode ] && echo --additional-config ) '

@@ -50,6 +50,7 @@ BLACKWELL_ENV = {
     "VLLM_USE_V2_MODEL_RUNNER": "1",
     "VLLM_USE_RUST_FRONTEND": "1",
 }
+NIXL = '{"kv_connector":"NixlConnector","kv_role":"%s","kv_load_failure_policy":"fail"}'
 MNNVL = {"NCCL_MNNVL_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1", "NCCL_NVLS_ENABLE": "1"}
 IFNAME = {"GLOO_SOCKET_IFNAME": "eth0", "NCCL_SOCKET_IFNAME": "eth0"}
 
@@ -86,7 +87,10 @@ def test_tp8():
     assert svc["env"] == BLACKWELL_ENV
     assert svc["image"] == "vllm/vllm-openai:kimi-k3"
     assert {k: svc["container"][k] for k in ("gpus", "privileged", "ipc", "network")} == {
-        "gpus": "all", "privileged": True, "ipc": "host", "network": "host",
+        "gpus": "all",
+        "privileged": True,
+        "ipc": "host",
+        "network": "host",
     }
 
 
@@ -185,7 +189,7 @@ def test_pd_nixl_prefill_decode_router():
             "--tensor-parallel-size": "8",
             "--enable-expert-parallel": True,
             "--port": "8001",
-            "--kv-transfer-config": '{"kv_connector":"NixlConnector","kv_role":"kv_producer","kv_load_failure_policy":"fail"}',
+            "--kv-transfer-config": NIXL % "kv_producer",
             "--max-num-batched-tokens": "16384",
             "--no-disable-hybrid-kv-cache-manager": True,
         },
@@ -215,7 +219,7 @@ def test_pd_nixl_prefill_decode_router():
                 "--data-parallel-start-rank": str(8 * rank),
                 "--enable-expert-parallel": True,
                 "--all2all-backend": "flashinfer_nvlink_one_sided",
-                "--kv-transfer-config": '{"kv_connector":"NixlConnector","kv_role":"kv_consumer","kv_load_failure_policy":"fail"}',
+                "--kv-transfer-config": NIXL % "kv_consumer",
                 "--compilation-config": '{"cudagraph_mode":"FULL_DECODE_ONLY"}',
                 "--data-parallel-hybrid-lb": True,
                 "--no-enable-prefix-caching": True,
@@ -231,10 +235,22 @@ def test_pd_nixl_prefill_decode_router():
         assert dec["env"]["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "192.0.2.%d" % (71 + rank)
     router = service(plan, "pd-router", "router")
     assert router["argv"] == [
-        "vllm-router", "--policy", "round_robin", "--vllm-pd-disaggregation",
-        "--prefill", "http://192.0.2.61:8001",
-        "--decode", "http://192.0.2.71:8002", "--decode", "http://192.0.2.72:8002",
-        "--host", "0.0.0.0", "--port", "8000", "--intra-node-data-parallel-size", "1",
+        "vllm-router",
+        "--policy",
+        "round_robin",
+        "--vllm-pd-disaggregation",
+        "--prefill",
+        "http://192.0.2.61:8001",
+        "--decode",
+        "http://192.0.2.71:8002",
+        "--decode",
+        "http://192.0.2.72:8002",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--intra-node-data-parallel-size",
+        "1",
     ]
     # Static endpoints: the router starts once every engine is healthy.
     assert sorted(router["after"]) == ["gb300-d0/decode", "gb300-d1/decode", "gb300-p0/prefill"]
@@ -243,8 +259,9 @@ def test_pd_nixl_prefill_decode_router():
 def test_nccl_dmabuf_fallback_and_rdma_fabric():
     import copy
 
-    from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import build_plan
     from conftest import EXAMPLES, inventory_input
+
+    from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import build_plan
 
     inv = copy.deepcopy(inventory_input(str(EXAMPLES / "nvidia-tep16" / "hosts.yml")))
     for hv in inv["hostvars"].values():
@@ -266,6 +283,9 @@ def test_mi355x_aggregated_tp8_dcp8():
     assert svc["image"] == "vllm/vllm-openai-rocm:nightly-rocm100"
     assert svc["env"]["VLLM_ROCM_USE_AITER_MOE_SITUV2"] == "1"
     assert "VLLM_ROCM_USE_AITER_MOE_SITUV2_A8W4" not in svc["env"]
-    assert {svc["env"][k] for k in ("VLLM_USE_DIRECT_DCP_A2A", "VLLM_USE_DIRECT_DCP_Q_GATHER", "VLLM_USE_DIRECT_DCP_KV_GATHER")} == {"0"}
+    assert {
+        svc["env"][k]
+        for k in ("VLLM_USE_DIRECT_DCP_A2A", "VLLM_USE_DIRECT_DCP_Q_GATHER", "VLLM_USE_DIRECT_DCP_KV_GATHER")
+    } == {"0"}
     assert svc["env"]["VLLM_USE_BREAKABLE_CUDAGRAPH"] == "0"
     assert svc["container"]["devices"] == ["/dev/kfd", "/dev/dri", "/dev/infiniband"]

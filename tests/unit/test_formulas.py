@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ansible_collections.kimi_k3.serving.plugins.module_utils import formulas as f
 
 

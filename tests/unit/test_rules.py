@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
 from conftest import EXAMPLES, inventory_input
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
 
 
 def example(name):
@@ -100,7 +101,9 @@ def test_duplicate_node_rank():
     for rank, host in enumerate(group(inv, "engine")):
         inv["hostvars"][host]["k3_node_rank"] = rank
     inv["hostvars"]["a3-n3"]["k3_node_rank"] = 1
-    only(inv, "a3-n3", "k3_node_rank", "rank 1 of group engine is also held by a3-n1", "unique k3_node_rank from 0 to 3")
+    only(
+        inv, "a3-n3", "k3_node_rank", "rank 1 of group engine is also held by a3-n1", "unique k3_node_rank from 0 to 3"
+    )
 
 
 def test_missing_node_rank():
@@ -177,7 +180,13 @@ def test_too_few_devices_per_node():
 def test_aiter_a8w4_without_situv2():
     inv = example("mi355x-tp8-dcp8")
     set_vars(inv, ["mi355x-n0"], k3_env={"AITER_SITUV2_A8W4": "1", "VLLM_ROCM_USE_AITER_MOE_SITUV2": None})
-    only(inv, "mi355x-n0", "k3_env.AITER_SITUV2_A8W4", "corrupt output without an error", "VLLM_ROCM_USE_AITER_MOE_SITUV2=1")
+    only(
+        inv,
+        "mi355x-n0",
+        "k3_env.AITER_SITUV2_A8W4",
+        "corrupt output without an error",
+        "VLLM_ROCM_USE_AITER_MOE_SITUV2=1",
+    )
     # With the toggle on, the same flag is accepted.
     set_vars(inv, ["mi355x-n0"], k3_env={"AITER_SITUV2_A8W4": "1"})
     build_plan(inv)
@@ -224,7 +233,9 @@ def test_port_collision_on_one_host():
     # Overlapping MoRIIO ranges: handshake 26000-26007 and notify 26004-26011.
     inv = example("mi355x-pd-1p1d-c48")
     set_vars(inv, all_hosts(inv), k3_notify_port=26004)
-    found = only(inv, "mi355x-p1", "k3_*_port", "port 26004 is used by prefill/moriio-handshake and prefill/moriio-notify")
+    found = only(
+        inv, "mi355x-p1", "k3_*_port", "port 26004 is used by prefill/moriio-handshake and prefill/moriio-notify"
+    )
     assert any(p.host == "mi355x-d1" for p in found)
 
 
