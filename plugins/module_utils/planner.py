@@ -605,9 +605,12 @@ class _Planner:
                     if dep == sname and other["host"] == host:
                         continue
                     after.append("%s/%s" % (other["host"], other["name"]))
+            # Node 0 of a multi-node engine waits for its followers to join before it is healthy:
+            # followers start once node 0 has started, not once it is healthy.
+            after_started = []
             if spec.get("after_node0") and not ctx.get("is_node0", True):
                 node0 = pools[sname][0]
-                after.append("%s/%s" % (node0["host"], node0["name"]))
+                after_started.append("%s/%s" % (node0["host"], node0["name"]))
             container = self.renderer.value(spec.get("container") or {}, ctx, where + ", container")
             shell = self.renderer.value(spec.get("shell") or {}, ctx, where + ", shell")
             files = self.renderer.value(spec.get("files") or [], ctx, where + ", files")
@@ -638,6 +641,8 @@ class _Planner:
             "image": self.renderer.value(spec.get("image"), ctx, where + ", image") if spec.get("image") else None,
             "ports": ports,
             "after": after,
+            "after_started": after_started,
+            "unit": "k3-%s" % inst["name"],
             "ranks": ranks,
             "serves_http": bool(ctx.get("serves_http", True)),
             "health": health if ctx.get("serves_http", True) else None,
@@ -745,7 +750,9 @@ def launch_script(plan, host, service):
     if service.get("image"):
         lines.append("# image: %s" % service["image"])
     if service.get("after"):
-        lines.append("# start after: %s" % ", ".join(service["after"]))
+        lines.append("# start once healthy: %s" % ", ".join(service["after"]))
+    if service.get("after_started"):
+        lines.append("# start once started: %s" % ", ".join(service["after_started"]))
     lines.append("set -euo pipefail")
     shell = service.get("shell") or {}
     if shell.get("unset"):
@@ -795,7 +802,7 @@ def summary_table(plan):
                     svc["role"],
                     rank_txt or "-",
                     ports or "-",
-                    ",".join(svc["after"]) or "-",
+                    ",".join(svc["after"] + ["%s(started)" % a for a in svc.get("after_started", [])]) or "-",
                 )
             )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -8,9 +8,9 @@ CASES.json is a list of {"id": str, "argv": ["vllm", "serve", MODEL, "--flag", .
 Every argv goes through exactly what `vllm serve` does before it builds an engine:
 vLLM's FlexibleArgumentParser with the serve subcommand's arguments, parse_args,
 validate_parsed_serve_args and AsyncEngineArgs.from_cli_args. Nothing is loaded and
-nothing is contacted. The parser is made strict: a unique prefix of an option
-(`--tensor-parallel` for `--tensor-parallel-size`, `-t` for `-tp`) is refused, although
-the real CLI would take it, so generated commands always spell options in full.
+nothing is contacted. The parser is made strict (a subclass of FlexibleArgumentParser):
+a unique prefix of an option (`--tensor-parallel` for `--tensor-parallel-size`, `-t` for
+`-tp`) is refused, although the real CLI takes it, so commands spell options in full.
 vLLM's own underscore spelling (`--safetensors_load_strategy`) stays accepted.
 
 Prints [{"id", "ok", "error"}] as JSON on stdout (vLLM's logs go to stderr) and exits
@@ -26,15 +26,14 @@ import io
 import json
 import os
 import pathlib
-import re
 import shutil
 import sys
 import tempfile
 from typing import Any
 
-# A short option with its value attached (`-O3`, `-Odecode`) is rewritten by vLLM itself.
-_VLLM_REWRITTEN_SHORT = ("-O",)
-_SHORT_OPTION = re.compile(r"^-[A-Za-z]")
+
+class InputError(Exception):
+    """The cases document itself is malformed (exit status 2)."""
 
 
 def _load_cases(source: str) -> list[dict[str, Any]]:
@@ -42,24 +41,24 @@ def _load_cases(source: str) -> list[dict[str, Any]]:
     try:
         cases = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SystemExit(f"argcheck: {source}: not JSON: {exc}") from exc
+        raise InputError(f"{source}: not JSON: {exc}") from exc
     if not isinstance(cases, list):
-        raise SystemExit(f"argcheck: {source}: expected a JSON list of cases")
+        raise InputError(f"{source}: expected a JSON list of cases")
     seen: set[str] = set()
     for index, case in enumerate(cases):
-        where = f"argcheck: {source}: case {index}"
+        where = f"{source}: case {index}"
         if not isinstance(case, dict) or set(case) != {"id", "argv"}:
-            raise SystemExit(f'{where}: expected exactly the keys "id" and "argv"')
+            raise InputError(f'{where}: expected exactly the keys "id" and "argv"')
         if not isinstance(case["id"], str) or not case["id"]:
-            raise SystemExit(f"{where}: id must be a non-empty string")
+            raise InputError(f"{where}: id must be a non-empty string")
         if case["id"] in seen:
-            raise SystemExit(f"{where}: duplicate id {case['id']!r}")
+            raise InputError(f"{where}: duplicate id {case['id']!r}")
         seen.add(case["id"])
         argv = case["argv"]
         if not isinstance(argv, list) or not all(isinstance(arg, str) for arg in argv):
-            raise SystemExit(f"{where} ({case['id']}): argv must be a list of strings")
+            raise InputError(f"{where} ({case['id']}): argv must be a list of strings")
         if argv[:2] != ["vllm", "serve"]:
-            raise SystemExit(f'{where} ({case["id"]}): argv must start with "vllm", "serve"')
+            raise InputError(f'{where} ({case["id"]}): argv must start with "vllm", "serve"')
     return cases
 
 
@@ -77,8 +76,9 @@ def _isolate_environment(scratch: str) -> None:
         os.makedirs(path, exist_ok=True)
         os.environ[variable] = path
     tempfile.tempdir = None  # re-read TMPDIR
-    # AsyncEngineArgs.from_cli_args only builds a dataclass; HF_HUB_OFFLINE=1 is not needed
-    # to keep it offline, and a leftover "1" from a serving test must not change behaviour.
+    # Online (the default), AsyncEngineArgs.from_cli_args only builds a dataclass and contacts
+    # nothing. With HF_HUB_OFFLINE=1 (left over from a serving test, say) it resolves a model
+    # name that is not a local folder through the HF cache and fails: LocalEntryNotFoundError.
     os.environ["HF_HUB_OFFLINE"] = "0"
     os.environ["VLLM_LOGGING_STREAM"] = "ext://sys.stderr"
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
@@ -95,43 +95,44 @@ class _Checker:
         from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-        self._parser_class = FlexibleArgumentParser
+        class StrictParser(FlexibleArgumentParser):
+            """vLLM's parser, refusing abbreviated options.
+
+            allow_abbrev=False stops argparse completing a prefix of a `--long` option, but
+            argparse still completes single-dash ones (`-t` to `-tp`): of the candidates
+            argparse finds, keep only a one-letter option with its value attached (`-qfp8`).
+            Everything else (underscores, `--json.key value`, `-O3`) is vLLM's own code.
+            """
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                kwargs["allow_abbrev"] = False
+                super().__init__(*args, **kwargs)
+
+            def _get_option_tuples(self, option_string: str) -> list[tuple[Any, str, str | None]]:
+                found = super()._get_option_tuples(option_string)
+                return [match for match in found if match[1] == option_string[:2]]
+
+        self._parser_class = StrictParser
         self._serve = ServeSubcommand()
         self._validate = validate_parsed_serve_args
         self._engine_args = AsyncEngineArgs
 
     def build(self) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
         """A fresh parser per argv: argparse actions may keep state between parses."""
-        parser = self._parser_class(prog="vllm", allow_abbrev=False)
+        parser = self._parser_class(prog="vllm")
+        # The serve parser is made by subparsers.add_parser(), as the class of its parent.
         subparsers = parser.add_subparsers(dest="subparser")
         serve_parser = self._serve.subparser_init(subparsers)
-        # add_parser() does not pass allow_abbrev on; argparse reads the attribute at parse time.
-        serve_parser.allow_abbrev = False
+        if not isinstance(serve_parser, self._parser_class) or serve_parser.allow_abbrev:
+            raise RuntimeError("vLLM's serve parser is not the strict parser: argcheck needs updating")
         return parser, serve_parser
 
     def option_strings(self) -> list[str]:
         return sorted(self.build()[1]._option_string_actions)
 
-    @staticmethod
-    def _short_option_error(argv: list[str], known: dict[str, Any]) -> str | None:
-        """allow_abbrev=False covers `--long` options only; argparse still completes `-t` to `-tp`."""
-        for token in argv[2:]:
-            if not _SHORT_OPTION.match(token) or token.startswith(_VLLM_REWRITTEN_SHORT):
-                continue
-            key = token.split("=", 1)[0]
-            if key in known or key[:2] in known:  # exact, or a one-letter option with its value attached
-                continue
-            matches = sorted(option for option in known if option.startswith(key) and not option.startswith("--"))
-            hint = f" (an abbreviation of {', '.join(matches)})" if matches else ""
-            return f"vllm serve: error: {key} is not an exact option string{hint}"
-        return None
-
     def check(self, argv: list[str]) -> str | None:
         """None if vLLM accepts argv, else the error vLLM (or the strictness check) gives."""
-        parser, serve_parser = self.build()
-        error = self._short_option_error(argv, serve_parser._option_string_actions)
-        if error:
-            return error
+        parser, _ = self.build()
         captured = io.StringIO()
         try:
             with contextlib.redirect_stderr(captured):
@@ -166,7 +167,11 @@ def main(arguments: list[str] | None = None) -> int:
     options = cli.parse_args(arguments)
     if options.cases is None and not options.list_options:
         cli.error("give a cases file (or -), or --list-options")
-    cases = _load_cases(options.cases) if options.cases else []
+    try:
+        cases = _load_cases(options.cases) if options.cases else []
+    except (InputError, OSError) as exc:
+        print(f"argcheck: {exc}", file=sys.stderr)
+        return 2
 
     scratch = tempfile.mkdtemp(prefix="k3-argcheck-")
     # Keep stdout for our JSON only: everything else (vLLM's loggers, prints, native

@@ -71,7 +71,8 @@ def test_metaservice_matches_tutorial_and_starts_first():
         pre = service(plan, "a3pd-p%d" % rank, "prefill")
         local = {f["path"]: f["content"] for f in pre["files"]}["/etc/kimi-k3/mmc-local.conf"]
         assert "ock.mmc.meta_service_url = tcp://198.51.100.9:5000" in local
-        assert "a3pd-meta/metaservice" in pre["after"]
+        assert pre["after"] == ["a3pd-meta/metaservice"]
+        assert pre["after_started"] == ([] if rank == 0 else ["a3pd-p0/prefill"])
         dec = service(plan, "a3pd-d%d" % rank, "decode")
         assert "files" not in dec and "MMC_LOCAL_CONFIG_PATH" not in dec["env"]
 
