@@ -632,13 +632,24 @@ class _Planner:
             )
             if k in ctx and ctx[k] is not None
         }
+        image = self.renderer.value(spec.get("image"), ctx, where + ", image") if spec.get("image") else None
+        runtime = self.hv(host, "k3_runtime") or ("docker" if image else "host")
+        if runtime not in ("docker", "host") or (runtime == "docker" and not image):
+            self.problem(
+                host,
+                "k3_runtime",
+                "%s cannot run with runtime %r%s"
+                % (inst["name"], runtime, "" if image else " (the profile gives it no image)"),
+                "set k3_runtime to host (a vLLM installed on the host) or docker (the planned image)",
+            )
         service = {
             "name": inst["name"],
             "kind": kind,
             "role": spec.get("role", sname),
             "argv": argv,
             "env": env,
-            "image": self.renderer.value(spec.get("image"), ctx, where + ", image") if spec.get("image") else None,
+            "image": image,
+            "runtime": runtime,
             "ports": ports,
             "after": after,
             "after_started": after_started,

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""How a planned service runs under systemd: the ExecStart line and the environment file.
+
+The plan fixes argv and env; the runtime only changes how ExecStart wraps them:
+
+* ``host``: the argv itself (the program from the role's PATH);
+* ``docker``: ``docker run`` of the planned image with the planned container
+  options, ``--env-file``, ``--entrypoint argv[0]`` and ``argv[1:]``.
+
+When the plan asks for shell set-up (``unset``, ``source``, ``prepend``), the
+argv runs through ``bash -c '<set-up>; exec "$@"'`` so that it stays one
+argument list.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+
+class UnitError(ValueError):
+    """A service the runtime cannot wrap."""
+
+
+def systemd_quote(arg):
+    """Quote one argument for an ExecStart= line (double quotes, C escapes, %% and $$)."""
+    out = str(arg).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    out = out.replace("%", "%%").replace("$", "$$")
+    return '"%s"' % out
+
+
+def shell_prelude(shell):
+    """The bash set-up the plan asks for, or '' when there is none."""
+    if not shell:
+        return ""
+    lines = []
+    if shell.get("unset"):
+        lines.append("unset %s" % " ".join(shell["unset"]))
+    for path in shell.get("source") or []:
+        lines.append("source %s" % shlex.quote(path))
+    for key, value in (shell.get("prepend") or {}).items():
+        lines.append('export %s=%s"${%s:-}"' % (key, shlex.quote(value + ":"), key))
+    return "; ".join(lines)
+
+
+def _wrapped(argv, shell):
+    prelude = shell_prelude(shell)
+    if not prelude:
+        return list(argv)
+    return ["/bin/bash", "-c", prelude + '; exec "$@"', "k3-" + argv[0].split("/")[-1]] + list(argv)
+
+
+def docker_options(container, name, env_file):
+    """``docker run`` options for the planned container."""
+    opts = ["--rm", "--name", name]
+    c = container or {}
+    if c.get("network"):
+        opts += ["--network", c["network"]]
+    if c.get("ipc"):
+        opts += ["--ipc", c["ipc"]]
+    if c.get("privileged"):
+        opts.append("--privileged")
+    if c.get("gpus"):
+        opts += ["--gpus", str(c["gpus"])]
+    if c.get("shm_size"):
+        opts += ["--shm-size", str(c["shm_size"])]
+    for dev in c.get("devices") or []:
+        opts += ["--device", dev]
+    for vol in c.get("volumes") or []:
+        opts += ["-v", vol]
+    for opt in c.get("security_opt") or []:
+        opts += ["--security-opt", opt]
+    for grp in c.get("group_add") or []:
+        opts += ["--group-add", grp]
+    for lim in c.get("ulimits") or []:
+        opts += ["--ulimit", lim]
+    opts += ["--env-file", env_file]
+    return opts
+
+
+def exec_start(service, runtime, env_file, docker="/usr/bin/docker"):
+    """The ExecStart argument list of a planned service."""
+    argv = list(service["argv"])
+    shell = service.get("shell")
+    if runtime == "host":
+        return _wrapped(argv, shell)
+    if runtime == "docker":
+        if not service.get("image"):
+            raise UnitError("service %s has no image to run with docker" % service["name"])
+        wrapped = _wrapped(argv, shell)
+        return (
+            [docker, "run"]
+            + docker_options(service.get("container"), service["unit"], env_file)
+            + ["--entrypoint", wrapped[0], service["image"]]
+            + wrapped[1:]
+        )
+    raise UnitError("unknown runtime %r (use host or docker)" % (runtime,))
+
+
+def exec_line(service, runtime, env_file, docker="/usr/bin/docker"):
+    """ExecStart= value: every argument quoted for systemd."""
+    return " ".join(systemd_quote(a) for a in exec_start(service, runtime, env_file, docker))
+
+
+def env_file_content(env, fmt):
+    """An environment file: ``systemd`` (EnvironmentFile=, quoted) or ``docker`` (--env-file, literal)."""
+    lines = []
+    for key, value in (env or {}).items():
+        value = str(value)
+        if "\n" in value:
+            raise UnitError("environment variable %s holds a newline, which no env file can carry" % key)
+        if fmt == "docker":
+            lines.append("%s=%s" % (key, value))
+        elif fmt == "systemd":
+            lines.append('%s="%s"' % (key, value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")))
+        else:
+            raise UnitError("unknown env file format %r" % (fmt,))
+    return "".join(line + "\n" for line in lines)
