@@ -9,7 +9,8 @@
 # other pins) is removed and rebuilt from scratch.
 set -euo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
+cd "$(dirname "$SCRIPT")/.."
 
 # --- pins ----------------------------------------------------------------------------
 TORCH_VERSION=2.13.0 # the CPU wheel comes from pip's find-links (/opt/wheels), cp311 only
@@ -24,8 +25,11 @@ VLLM_PYTHON=${VLLM_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python}
 # memcache-hybrid 1.3.0 ships cp311 and cp312 wheels; both import and run MetaService.
 SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 
-VLLM_VENV=.venv/vllm
-SERVICES_VENV=.venv/services
+# K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
+# touching the ones in use); venvs are not relocatable, so build them where they run.
+VENV_ROOT=${K3_VENV_ROOT:-.venv}
+VLLM_VENV=$VENV_ROOT/vllm
+SERVICES_VENV=$VENV_ROOT/services
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
 RECIPE=1
@@ -176,18 +180,27 @@ build_services() {
 }
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,9p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
+case "$1" in
+  vllm | services) ;;
+  *) usage ;;
+esac
+# One build at a time: a second run waits, then finds the stamps and does nothing.
+mkdir -p "$VENV_ROOT"
+exec 9>"$VENV_ROOT/.venvs.lock"
+if ! flock -n 9; then
+  log "another tools/venvs.sh is building in $VENV_ROOT: waiting"
+  flock 9
+fi
 case "$1" in
   vllm)
     build_vllm
     build_services
     ;;
   services) build_services ;;
-  -h | --help) usage ;;
-  *) usage ;;
 esac
 log "all done in $((SECONDS - T0))s"

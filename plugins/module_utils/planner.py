@@ -336,6 +336,23 @@ class _Planner:
         if self.problems:
             raise PlanError(self.problems)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
+        kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
+        for _host, svc in rendered:
+            # Front services that wait for engines start after them (static P/D endpoints, the proxy).
+            svc["needs_engines"] = any(kinds.get(dep) == "vllm" for dep in svc["after"])
+        index = {
+            "%s/%s" % (host, svc["name"]): {
+                "host": host,
+                "name": svc["name"],
+                "kind": svc["kind"],
+                "role": svc["role"],
+                "unit": svc["unit"],
+                "health": svc["health"],
+            }
+            for host, data in ordered_hosts.items()
+            for svc in data["services"]
+        }
+        verify = self.verify_checks(params, rendered)
         return {
             "version": PLAN_VERSION,
             "profile": profile["name"],
@@ -344,7 +361,37 @@ class _Planner:
             "parameters": {k: v for k, v in params.items() if k != "profile"},
             "endpoint": self.endpoint(pools, services_spec),
             "hosts": ordered_hosts,
+            "index": index,
+            "verify": verify,
         }
+
+    def verify_checks(self, params, rendered):
+        """What verification checks for this deployment (profile data + the rendered services)."""
+        spec = self.profile.get("verify") or {}
+        out = {"served_model_name": params.get("served_model_name"), "vision": bool(spec.get("vision"))}
+        pins = []
+        for host, svc in rendered:
+            ranks = svc.get("ranks") or {}
+            if (
+                svc["role"] in (spec.get("dp_rank_header") or [])
+                and svc["url"]
+                and int(ranks.get("dp_size", 1)) > 1
+                and int(ranks.get("node_rank", 0)) == 0
+            ):
+                pins.append(
+                    {
+                        "service": "%s/%s" % (host, svc["name"]),
+                        "url": svc["url"],
+                        "ranks": list(range(int(ranks["dp_size"]))),
+                    }
+                )
+        out["dp_pinning"] = pins
+        kv = spec.get("kv_transfer")
+        if kv:
+            out["kv_transfer"] = dict(kv)
+            for role in ("prefill", "decode"):
+                out["kv_transfer"][role] = [s["url"] for _h, s in rendered if s["role"] == role and s["url"]]
+        return out
 
     def endpoint(self, pools, services_spec):
         """Where clients send requests: the front service, or the first HTTP-serving engine."""
@@ -656,6 +703,9 @@ class _Planner:
             "unit": "k3-%s" % inst["name"],
             "ranks": ranks,
             "serves_http": bool(ctx.get("serves_http", True)),
+            "url": "http://%s:%s" % (ctx["ip"], ctx["http_port"])
+            if ctx.get("serves_http", True) and ctx.get("http_port")
+            else None,
             "health": health if ctx.get("serves_http", True) else None,
             "container": container,
         }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import http.client
 import json
 import os
 import shutil
@@ -29,8 +30,7 @@ import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -39,8 +39,6 @@ SERVICES_PYTHON = ROOT / ".venv" / "services" / "bin" / "python"
 META_MAIN = "from memcache_hybrid import MetaService; MetaService.main()"
 LOG_PATH_KEY = "ock.mmc.log_path"
 DEFAULT_LOG_PATH = "/var/log/memcache_hybrid"
-# Never send a loopback health check through an HTTP proxy from the environment.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class MetaServiceError(RuntimeError):
@@ -115,9 +113,29 @@ def _tail(path: Path, limit: int) -> str:
     return ("..." if len(data) > limit else "") + text or "(empty)"
 
 
-def _get_health(url: str) -> dict:
-    with _OPENER.open(url, timeout=2) as response:
-        return json.loads(response.read())
+def http_get(url: str, timeout: float = 5) -> tuple[int, bytes]:
+    """GET `url` over a keep-alive connection: (status, body).
+
+    Not urllib: it sends `Connection: close`, and to such a request MetaService 1.3.0's HTTP
+    server answers the headers (Content-Length: 118) but never the body, closing the socket
+    ~6 s later, so urllib (and Ansible's uri module, which uses it) times out. curl works.
+    """
+    parts = urllib.parse.urlsplit(url)
+    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = connection_class(parts.hostname, parts.port, timeout=timeout)
+    try:
+        connection.request("GET", parts.path or "/")
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _get_health(url: str) -> object:
+    status, body = http_get(url, timeout=2)
+    if status != 200:
+        raise ValueError(f"HTTP {status}: {body[:200]!r}")
+    return json.loads(body)
 
 
 def _stop(service: MetaService, grace: float) -> None:
@@ -183,7 +201,7 @@ def run_metaservice(
                 )
             try:
                 answer = _get_health(health_url)
-            except (OSError, ValueError) as exc:  # refused, reset, timeout, HTTP error, not JSON
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timeout, not 200/JSON
                 last_error = f"{type(exc).__name__}: {exc}"
             else:
                 if isinstance(answer, dict) and answer.get("status") == "ok":

@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from metaservice import (
     SERVICES_PYTHON,
     MetaServiceError,
     free_ports,
+    http_get,
     parse_conf,
     run_metaservice,
     set_conf_values,
@@ -106,8 +106,9 @@ def test_metaservice_answers_health_and_stops(example_conf, tmp_path):
     with run_metaservice(conf, f"{base}/health", timeout=60) as meta:
         assert meta.health["status"] == "ok"
         assert meta.health["service_ready"] is True
-        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as response:
-            assert b"memcache_total_capacity_bytes" in response.read()
+        status, body = http_get(f"{base}/metrics")
+        assert status == 200
+        assert b"memcache_total_capacity_bytes" in body
         meta_port = int(settings["ock.mmc.meta_service_url"].rsplit(":", 1)[1])
         socket.create_connection(("127.0.0.1", meta_port), timeout=5).close()  # the meta service listens
         process = meta.process

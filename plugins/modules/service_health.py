@@ -1,0 +1,239 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Wait, concurrently, until planned services answer their health URL; fail fast on a crashed unit."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: service_health
+short_description: Wait until planned services are healthy, or show why not
+version_added: 0.1.0
+description:
+  - Polls every given service at once, so the waits of several services on one host overlap.
+  - A service is healthy when its health URL answers HTTP 200.
+  - A service fails as soon as its systemd unit has failed, has stopped, or restarted after a crash;
+    the module then returns the tail of the unit's journal and fails naming the service.
+  - Services without a URL (headless followers) only need their unit to be active.
+options:
+  services:
+    description: The services to wait for.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: The service's name in the plan.
+        type: str
+        required: true
+      unit:
+        description: The systemd unit running it.
+        type: str
+        required: true
+      url:
+        description: Its health URL; omitted for services without an HTTP server.
+        type: str
+      health:
+        description: The plan's health entry (a mapping with C(url)), used when O(services[].url) is not given.
+        type: dict
+  timeout:
+    description: Seconds to wait for all services.
+    type: int
+    default: 900
+  delay:
+    description: Seconds between polls.
+    type: float
+    default: 2
+  journal_lines:
+    description: Journal lines returned for a failed service.
+    type: int
+    default: 60
+  require_active:
+    description: Also fail when a unit is not active (a stopped service, as opposed to one still starting).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: In check mode nothing is polled and nothing is reported changed.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    description: Only reads; never changes anything.
+author:
+  - kimi_k3.serving maintainers
+"""
+
+EXAMPLES = r"""
+- name: Wait for the engines of this host
+  kimi_k3.serving.service_health:
+    services:
+      - name: prefill
+        unit: k3-prefill
+        url: http://10.0.0.11:6100/health
+    timeout: 1800
+"""
+
+RETURN = r"""
+services:
+  description: Per service, its final state.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The service.
+      type: str
+    healthy:
+      description: Whether it answered its health URL (or is active, for services without one).
+      type: bool
+    state:
+      description: healthy, failed, stopped or timeout.
+      type: str
+    seconds:
+      description: Seconds until it became healthy or failed.
+      type: float
+    journal:
+      description: The tail of its journal, for a service that did not become healthy.
+      type: str
+elapsed:
+  description: Seconds the whole wait took.
+  returned: always
+  type: float
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+
+
+def unit_state(module, unit):
+    rc, out, _err = module.run_command(
+        ["systemctl", "show", unit, "--property=ActiveState,SubState,NRestarts,Result"], check_rc=False
+    )
+    props = {}
+    if rc == 0:
+        for line in out.splitlines():
+            key, _sep, value = line.partition("=")
+            props[key] = value
+    return props
+
+
+def journal(module, unit, lines):
+    _rc, out, err = module.run_command(
+        ["journalctl", "--no-pager", "--output=short-iso", "-n", str(lines), "-u", unit], check_rc=False
+    )
+    return (out or err).rstrip()
+
+
+def healthy_url(url):
+    try:
+        resp = open_url(url, method="GET", timeout=5, validate_certs=False, follow_redirects="all")
+        return resp.getcode() == 200
+    except Exception:  # noqa: BLE001 - any failure to answer means "not healthy yet"
+        return False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "services": {
+                "type": "list",
+                "elements": "dict",
+                "required": True,
+                "options": {
+                    "name": {"type": "str", "required": True},
+                    "unit": {"type": "str", "required": True},
+                    "url": {"type": "str"},
+                    "health": {"type": "dict"},
+                },
+            },
+            "timeout": {"type": "int", "default": 900},
+            "delay": {"type": "float", "default": 2},
+            "journal_lines": {"type": "int", "default": 60},
+            "require_active": {"type": "bool", "default": True},
+        },
+        supports_check_mode=True,
+    )
+    services = module.params["services"]
+    for svc in services:
+        svc["url"] = svc.get("url") or (svc.get("health") or {}).get("url")
+    if module.check_mode or not services:
+        module.exit_json(changed=False, services=[], elapsed=0.0)
+
+    start = time.monotonic()
+    deadline = start + module.params["timeout"]
+    baseline = {s["name"]: int(unit_state(module, s["unit"]).get("NRestarts", "0") or 0) for s in services}
+    pending = {s["name"]: s for s in services}
+    results = {}
+    while pending:
+        for name, svc in list(pending.items()):
+            props = unit_state(module, svc["unit"])
+            active = props.get("ActiveState", "")
+            restarts = int(props.get("NRestarts", "0") or 0)
+            state = None
+            if active == "failed":
+                state = "failed"
+            elif restarts > baseline[name]:
+                state = "failed"
+            elif active in ("inactive", "deactivating") and module.params["require_active"]:
+                state = "stopped"
+            elif svc.get("url") and active == "active" and healthy_url(svc["url"]):
+                state = "healthy"
+            elif not svc.get("url") and active == "active":
+                state = "healthy"
+            if state:
+                results[name] = {
+                    "name": name,
+                    "state": state,
+                    "healthy": state == "healthy",
+                    "seconds": round(time.monotonic() - start, 1),
+                }
+                del pending[name]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(module.params["delay"])
+    for name in pending:
+        results[name] = {
+            "name": name,
+            "state": "timeout",
+            "healthy": False,
+            "seconds": round(time.monotonic() - start, 1),
+        }
+    bad = []
+    for svc in services:
+        res = results[svc["name"]]
+        if not res["healthy"]:
+            res["journal"] = journal(module, svc["unit"], module.params["journal_lines"])
+            bad.append(res)
+    out = [results[s["name"]] for s in services]
+    elapsed = round(time.monotonic() - start, 1)
+    if bad:
+        lines = []
+        for res in bad:
+            svc = next(s for s in services if s["name"] == res["name"])
+            what = {"failed": "has failed", "stopped": "is not running", "timeout": "did not become healthy"}[
+                res["state"]
+            ]
+            lines.append(
+                "service %s (unit %s) %s after %ss%s\n--- journal (last %d lines) ---\n%s"
+                % (
+                    res["name"],
+                    svc["unit"],
+                    what,
+                    res["seconds"],
+                    " (no answer from %s)" % svc["url"] if svc.get("url") else "",
+                    module.params["journal_lines"],
+                    res.get("journal", ""),
+                )
+            )
+        module.fail_json(msg="\n".join(lines), services=out, elapsed=elapsed)
+    module.exit_json(changed=False, services=out, elapsed=elapsed)
+
+
+if __name__ == "__main__":
+    main()
