@@ -1,4 +1,3 @@
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Filters that turn a planned service into systemd unit parts (logic in module_utils/units.py)."""
@@ -6,6 +5,7 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
+
 from ansible_collections.kimi_k3.serving.plugins.module_utils import units
 
 

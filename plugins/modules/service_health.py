@@ -1,5 +1,4 @@
 #!/usr/bin/python
-# -*- coding: utf-8 -*-
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
 """Wait, concurrently, until planned services answer their health URL; fail fast on a crashed unit."""
@@ -54,6 +53,15 @@ options:
     description: Also fail when a unit is not active (a stopped service, as opposed to one still starting).
     type: bool
     default: true
+  check_units:
+    description:
+      - Watch each service's systemd unit on this host (fail fast, journal tail).
+      - Set to false to only poll the URLs, for services that run on other hosts.
+    type: bool
+    default: true
+notes:
+  - Health URLs are read over a keep-alive HTTP/1.1 connection; the memcache MetaService does not send
+    the body of its /health answer to clients that ask to close the connection.
 attributes:
   check_mode:
     support: full
@@ -105,10 +113,11 @@ elapsed:
   type: float
 """
 
+import http.client
 import time
+from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 
 
 def unit_state(module, unit):
@@ -131,11 +140,18 @@ def journal(module, unit, lines):
 
 
 def healthy_url(url):
+    parts = urlsplit(url)
+    conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = conn_class(parts.hostname, parts.port, timeout=5)
     try:
-        resp = open_url(url, method="GET", timeout=5, validate_certs=False, follow_redirects="all")
-        return resp.getcode() == 200
-    except Exception:  # noqa: BLE001 - any failure to answer means "not healthy yet"
+        conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status == 200
+    except (OSError, http.client.HTTPException):
         return False
+    finally:
+        conn.close()
 
 
 def main():
@@ -156,6 +172,7 @@ def main():
             "delay": {"type": "float", "default": 2},
             "journal_lines": {"type": "int", "default": 60},
             "require_active": {"type": "bool", "default": True},
+            "check_units": {"type": "bool", "default": True},
         },
         supports_check_mode=True,
     )
@@ -167,12 +184,15 @@ def main():
 
     start = time.monotonic()
     deadline = start + module.params["timeout"]
-    baseline = {s["name"]: int(unit_state(module, s["unit"]).get("NRestarts", "0") or 0) for s in services}
+    check_units = module.params["check_units"]
+    baseline = {
+        s["name"]: int(unit_state(module, s["unit"]).get("NRestarts", "0") or 0) if check_units else 0 for s in services
+    }
     pending = {s["name"]: s for s in services}
     results = {}
     while pending:
         for name, svc in list(pending.items()):
-            props = unit_state(module, svc["unit"])
+            props = unit_state(module, svc["unit"]) if check_units else {"ActiveState": "active"}
             active = props.get("ActiveState", "")
             restarts = int(props.get("NRestarts", "0") or 0)
             state = None
@@ -207,7 +227,7 @@ def main():
     bad = []
     for svc in services:
         res = results[svc["name"]]
-        if not res["healthy"]:
+        if not res["healthy"] and check_units:
             res["journal"] = journal(module, svc["unit"], module.params["journal_lines"])
             bad.append(res)
     out = [results[s["name"]] for s in services]
