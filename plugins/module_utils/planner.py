@@ -48,21 +48,8 @@ HOST_VARIABLES = (
     "k3_proxy_args",
     "k3_env",
 )
-# Variables of the collection's roles and playbooks (not profile settings).
-RESERVED_PREFIXES = (
-    "k3_plan_",
-    "k3_metaservice_",
-    "k3_router_",
-    "k3_engine_",
-    "k3_verify_",
-    "k3_nvidia_",
-    "k3_rocm_",
-    "k3_ascend_",
-    "k3_container_",
-    "k3_model_weights_",
-    "k3_sandbox_",
-    "k3_prerequisites_",
-)
+# Variables of the collection's playbooks and of the host-prerequisite roles (not profile settings).
+RESERVED_PREFIXES = ("k3_plan_", "k3_nvidia_", "k3_rocm_", "k3_ascend_", "k3_container_", "k3_model_weights_")
 PLAN_VERSION = 1
 
 

@@ -202,3 +202,26 @@ def test_port_collisions():
     ]
     assert f.port_collisions(entries) == [("h1", 26007, ["prefill/moriio-handshake", "decode/moriio-handshake"])]
     assert f.port_collisions(entries[:2] + entries[3:]) == []
+
+
+def test_metric_sum_reads_vllm_counters():
+    from ansible_collections.kimi_k3.serving.plugins.module_utils.metrics import metric_sum
+
+    text = "\n".join(
+        [
+            "# HELP vllm:prompt_tokens_by_source_total Prompt tokens by source",
+            "# TYPE vllm:prompt_tokens_by_source_total counter",
+            'vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="external_kv_transfer"} 384.0',
+            'vllm:prompt_tokens_by_source_total{engine="1",model_name="m",source="external_kv_transfer"} 16.0',
+            'vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 69.0',
+            "vllm:num_requests_running 2",
+            "garbage line",
+        ]
+    )
+    name = "vllm:prompt_tokens_by_source_total"
+    assert metric_sum(text, name, {"source": "external_kv_transfer"}) == 400.0
+    assert metric_sum(text, name, {"source": "local_compute", "engine": "0"}) == 69.0
+    assert metric_sum(text, name) == 469.0
+    assert metric_sum(text, "vllm:num_requests_running") == 2.0
+    assert metric_sum(text, "vllm:absent") == 0.0
+    assert metric_sum("", name) == 0.0
