@@ -1,6 +1,8 @@
 # kimi_k3.serving: set-up, the main job and the tests.
-#   make site    set up the controller and run site.yml on $(INVENTORY)
-#   make test    set up everything the tests need and run them all (lint included)
+#   make sandbox       build the local test cluster and run site.yml on it (the embedded default)
+#   make sandbox-down  remove the local test cluster, leaving nothing behind
+#   make site          run site.yml on $(INVENTORY) (e.g. make site INVENTORY=prod)
+#   make test          set up everything the tests need and run them all (lint included)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
@@ -9,15 +11,18 @@ PY312 ?= $(firstword $(wildcard /root/.pyenv/versions/3.12*/bin/python3.12) $(sh
 VENV := .venv/ansible
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.k3-ready
-INVENTORY ?= inventories/examples/mi355x-pd-1p1d-c48/hosts.yml
+INVENTORY ?= inventories/sandbox
+SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 PLAN_DIR ?= plan
 PYTEST_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services site plan lint test test-fast clean
+.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down site plan lint test test-fast clean
 
 help:
+	@echo "make sandbox  build the local test cluster and run site.yml on it"
+	@echo "make sandbox-down  remove it"
 	@echo "make site     run site.yml on INVENTORY (default $(INVENTORY))"
 	@echo "make plan     write the plan of INVENTORY to PLAN_DIR (default $(PLAN_DIR))"
 	@echo "make test     lint + every test (installs the venvs it needs)"
@@ -37,6 +42,18 @@ venv-vllm:
 
 venv-services:
 	tools/venvs.sh services
+
+# The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
+# then the main job over SSH. A second run is an idempotent re-run.
+sandbox-hosts: venv venv-vllm
+	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
+	tools/sandbox.sh up
+
+sandbox: sandbox-hosts
+	$(BIN)/ansible-playbook site.yml -i inventories/sandbox
+
+sandbox-down:
+	tools/sandbox.sh down
 
 site: venv
 	$(BIN)/ansible-playbook site.yml -i $(INVENTORY) -e k3_plan_dir=$(PLAN_DIR)

@@ -44,7 +44,18 @@ step() {
   step_start=$SECONDS
   step_name=$*
 }
-done_step() { printf '[venvs] %s: %ss\n' "$step_name" "$((SECONDS - step_start))"; }
+done_step() {
+  printf '[venvs] %s: %ss\n' "$step_name" "$((SECONDS - step_start))"
+  step_name=
+}
+on_exit() {
+  local status=$?
+  if ((status != 0)) && [[ -n $step_name ]]; then
+    printf '[venvs] FAILED: %s (after %ss, exit %s); the venv has no stamp: a re-run rebuilds it\n' \
+      "$step_name" "$((SECONDS - step_start))" "$status" >&2
+  fi
+}
+trap on_exit EXIT
 
 pins_hash() { # $1 = venv kind, $2 = python
   local pyver

@@ -49,7 +49,15 @@ HOST_VARIABLES = (
     "k3_env",
 )
 # Variables of the collection's playbooks and of the host-prerequisite roles (not profile settings).
-RESERVED_PREFIXES = ("k3_plan_", "k3_nvidia_", "k3_rocm_", "k3_ascend_", "k3_container_", "k3_model_weights_")
+RESERVED_PREFIXES = (
+    "k3_plan_",
+    "k3_sandbox_",
+    "k3_nvidia_",
+    "k3_rocm_",
+    "k3_ascend_",
+    "k3_container_",
+    "k3_model_weights_",
+)
 PLAN_VERSION = 1
 
 

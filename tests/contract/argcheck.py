@@ -11,6 +11,8 @@ validate_parsed_serve_args and AsyncEngineArgs.from_cli_args. Nothing is loaded 
 nothing is contacted. The parser is made strict (a subclass of FlexibleArgumentParser):
 a unique prefix of an option (`--tensor-parallel` for `--tensor-parallel-size`, `-t` for
 `-tp`) is refused, although the real CLI takes it, so commands spell options in full.
+Likewise `--additional-config` must be a JSON object (vLLM keeps a text that does not look
+like `{...}`, e.g. a truncated object, as a plain string).
 vLLM's own underscore spelling (`--safetensors_load_strategy`) stays accepted.
 
 Prints [{"id", "ok", "error"}] as JSON on stdout (vLLM's logs go to stderr) and exits
@@ -144,16 +146,20 @@ class _Checker:
                 start = text.rfind("\n", 0, marker) + 1
                 return text[start:].strip()
             return text.strip() or f"the parser exited with status {exc.code} (asked for --help?)"
-        except Exception as exc:  # noqa: BLE001 - vLLM raises ValueError, TypeError, pydantic errors ...
+        except Exception as exc:  # vLLM raises ValueError, TypeError, pydantic errors ...
             return f"{type(exc).__name__}: {exc}"
         finally:
             self._parser_class._search_keyword = None  # class-level state set by --help=...
         if getattr(args, "subparser", None) != "serve":
             return "argv is not a `vllm serve` command"
+        if isinstance(getattr(args, "additional_config", None), str):
+            # vLLM json-parses --additional-config only when it looks like {...} and keeps any
+            # other text as a plain string: a truncated JSON object would pass unnoticed.
+            return f"--additional-config is not a JSON object: {args.additional_config!r}"
         try:
             self._validate(args)
             self._engine_args.from_cli_args(args)
-        except Exception as exc:  # noqa: BLE001 - any exception is a refusal worth reporting
+        except Exception as exc:  # any exception is a refusal worth reporting
             return f"{type(exc).__name__}: {exc}"
         return None
 

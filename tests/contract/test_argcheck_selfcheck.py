@@ -90,6 +90,7 @@ MOONCAKE = """{
     "decode": {"dp_size": 8, "tp_size": 16}
   }
 }"""
+ADDITIONAL = '{"enable_cpu_binding":true, "enable_flashcomm1":true}'
 ASCEND_HEADLESS = [
     "vllm", "serve", "/models/Kimi-K3",
     "--headless",
@@ -113,7 +114,7 @@ ASCEND_HEADLESS = [
     "--safetensors_load_strategy", "prefetch",
     "--mamba-cache-mode", "align",
     "--enable-prefix-caching",
-    "--additional-config", '{"enable_cpu_binding":true, "enable_flashcomm1":true}',
+    "--additional-config", ADDITIONAL,
     "--limit-mm-per-prompt", '{"vision_chunk": 2}',
     "--kv-transfer-config", MOONCAKE,
 ]  # fmt: skip
@@ -177,6 +178,10 @@ BAD = {
     "bad-enum-dcp-comm-backend": (
         replaced(MI355X_DECODE, "a2a", "a2b"),
         "argument --dcp-comm-backend: invalid choice: 'a2b'",
+    ),
+    "truncated-additional-config": (
+        replaced(ASCEND_HEADLESS, ADDITIONAL, ADDITIONAL[:-1]),
+        "--additional-config is not a JSON object",
     ),
     # Refused by validate_parsed_serve_args, not by the parser: proof that it runs too.
     "auto-tool-choice-without-parser": (

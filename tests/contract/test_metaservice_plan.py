@@ -9,7 +9,9 @@ at it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import time
 
@@ -92,9 +94,11 @@ def test_rendered_config_runs_the_real_metaservice(tmp_path):
         logs = list((tmp_path / "log").rglob("*.log"))
         assert logs, "MetaService wrote no log under the planned ock.mmc.log_path"
     finally:
-        os.killpg(proc.pid, 15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
