@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PY = ROOT / ".venv" / "vllm" / "bin" / "python"
@@ -208,7 +209,7 @@ def run_argcheck(payload: str, tmpdir: Path) -> subprocess.CompletedProcess[str]
 def argcheck_run(tmp_path_factory):
     """One argcheck process for every case; returns (process, verdicts by id, its TMPDIR)."""
     if not VLLM_PY.exists():
-        pytest.skip(f"{VLLM_PY} does not exist: build it with `tools/venvs.sh vllm`")
+        skip_or_fail(f"{VLLM_PY} does not exist: build it with `tools/venvs.sh vllm`")
     cases = [{"id": case_id, "argv": argv} for case_id, argv in GOOD.items()]
     cases += [{"id": case_id, "argv": argv} for case_id, (argv, _) in BAD.items()]
     tmpdir = tmp_path_factory.mktemp("argcheck-tmpdir")
@@ -250,7 +251,7 @@ def test_exit_status_and_clean_output(argcheck_run):
 
 def test_malformed_input_is_a_usage_error(tmp_path):
     if not VLLM_PY.exists():
-        pytest.skip(f"{VLLM_PY} does not exist: build it with `tools/venvs.sh vllm`")
+        skip_or_fail(f"{VLLM_PY} does not exist: build it with `tools/venvs.sh vllm`")
     proc = run_argcheck(json.dumps([{"id": "x", "argv": ["python", "-m", "vllm"]}]), tmp_path)
     assert proc.returncode == 2
     assert 'argv must start with "vllm", "serve"' in proc.stderr

@@ -16,16 +16,18 @@ import subprocess
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, skip_or_fail
 from metaservice import http_get, parse_conf
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import build_plan
 
 SERVICES_BIN = ROOT / ".venv" / "services" / "bin"
-pytestmark = pytest.mark.skipif(
-    not (SERVICES_BIN / "python").exists() and not os.environ.get("CI"),
-    reason=".venv/services is missing: run `make venv-vllm`",
-)
+
+
+@pytest.fixture(autouse=True)
+def _services_venv():
+    if not (SERVICES_BIN / "python").exists():
+        skip_or_fail(".venv/services is missing: run `make venv-vllm`")
 
 
 def free_ports(n):

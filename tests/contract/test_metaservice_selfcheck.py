@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import skip_or_fail
 from metaservice import (
     SERVICES_PYTHON,
     MetaServiceError,
@@ -36,7 +37,7 @@ EXAMPLE_KEYS = {
 def example_conf() -> str:
     """The text of the example mmc-meta.conf shipped in the installed memcache_hybrid package."""
     if not SERVICES_PYTHON.exists():
-        pytest.skip(f"{SERVICES_PYTHON} does not exist: build it with `tools/venvs.sh services`")
+        skip_or_fail(f"{SERVICES_PYTHON} does not exist: build it with `tools/venvs.sh services`")
     where = subprocess.run(
         [
             str(SERVICES_PYTHON),

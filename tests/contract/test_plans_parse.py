@@ -7,11 +7,10 @@ made strict so abbreviated flags are refused. All argv go through one process.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
-from conftest import ROOT, example_names, example_plan
+from conftest import ROOT, example_names, example_plan, skip_or_fail
 
 VLLM_PY = ROOT / ".venv" / "vllm" / "bin" / "python"
 ARGCHECK = ROOT / "tests" / "contract" / "argcheck.py"
@@ -40,9 +39,7 @@ def abbreviated(argv):
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     if not VLLM_PY.exists():
-        if os.environ.get("CI"):
-            pytest.fail(".venv/vllm is missing in CI: `make test` must build it (tools/venvs.sh vllm)")
-        pytest.skip(".venv/vllm is missing: run `make venv-vllm` for the real-parser contract")
+        skip_or_fail(".venv/vllm is missing: run `make venv-vllm` for the real-parser contract")
     cases = vllm_argvs()
     # Cases that must be refused, in the same batch: proof the checker can say no.
     first = cases[0]["argv"]
