@@ -18,7 +18,8 @@
 #   K3SB_MIRROR                    Debian mirror for the base (default: the one apt uses)
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Physical path: venvs record the real path of the folder they were made in (getcwd resolves links).
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 HOSTS_FILE=$REPO/tools/sandbox-hosts.txt
 BRIDGE=k3sb0
 BRIDGE_IP=10.77.0.1
@@ -28,6 +29,10 @@ CACHE_DIR=/var/cache/k3-sandbox
 BASE=$CACHE_DIR/bookworm-minbase
 BASE_STAMP=$CACHE_DIR/bookworm-minbase.ready
 BASE_PACKAGES=openssh-server,python3,python3-apt,iproute2,procps,ca-certificates,sudo,curl,systemd,systemd-sysv,dbus
+# Runtime libraries that the bind-mounted vLLM CPU build links against (vllm._C needs libnuma).
+BASE_PACKAGES+=,libnuma1,libgomp1
+# The stamp's first line: a base built from another recipe is rebuilt.
+BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
 STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
 RUN_DIR=/run/k3-sandbox       # per host: nspawn PID file and console log
 SANDBOX_CACHE=$REPO/.cache/sandbox
@@ -37,7 +42,9 @@ SHARED=$SANDBOX_CACHE/shared
 SHARED_MOUNT=/srv/k3-shared
 INVENTORY=$REPO/inventories/sandbox/hosts.yml
 TIMEOUT=${K3SB_TIMEOUT:-120}
-STOP_TIMEOUT=30
+STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
+# A container's console when its orderly halt went wrong (see stop_hosts).
+HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency failed for.*(halt|poweroff)[.]target'
 RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
 SSH_OPTS=(-i "$KEY" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
   -o LogLevel=ERROR -o ConnectTimeout=3 -o ControlMaster=no -o ControlPath=none)
@@ -85,6 +92,10 @@ read_hosts() {
 }
 
 veth_of() { echo "$VETH_PREFIX${1##*.}"; } # $1 = address
+# Fixed MAC addresses (locally administered, from the last octet): a host made anew keeps its
+# MAC, so neighbour caches of the controller and of the other hosts stay right.
+mac_of() { printf '02:6b:33:%02x:00:%02x' "$2" "${1##*.}"; } # $1 = address, $2 = 0 inside, 1 host side
+BRIDGE_MAC=02:6b:33:ff:00:01
 
 # --- controller prerequisites -----------------------------------------------------------------
 ensure_tools() {
@@ -160,13 +171,13 @@ host_pss_mib() {
 
 # --- base rootfs ------------------------------------------------------------------------------
 build_base() {
-  if [[ -f $BASE_STAMP && -d $BASE ]]; then
+  if [[ -d $BASE && -f $BASE_STAMP && $(head -n 1 "$BASE_STAMP") == "$BASE_RECIPE" ]]; then
     log "base rootfs: cached ($BASE)"
     return
   fi
   local h
   for h in "${NAMES[@]}"; do
-    ! nspawn_pid "$h" >/dev/null || die "the base rootfs is incomplete while $h runs on it: run '$0 down' first"
+    ! nspawn_pid "$h" >/dev/null || die "the base rootfs must be (re)built while $h runs on it: run '$0 down' first"
   done
   local mirror start
   mirror=$(debian_mirror)
@@ -187,7 +198,7 @@ build_base() {
   : >"$BASE.tmp/etc/resolv.conf"
   rm -rf "$BASE.tmp"/var/cache/apt/archives/*.deb "$BASE.tmp"/var/log/*.log
   mv "$BASE.tmp" "$BASE"
-  printf 'bookworm minbase +%s\nbuilt %s in %ss\n' "$BASE_PACKAGES" "$(date -Is)" \
+  printf '%s\nbuilt %s in %ss\n' "$BASE_RECIPE" "$(date -Is)" \
     $((($(now_ms) - start) / 1000)) >"$BASE_STAMP"
   log "base rootfs: built in $((($(now_ms) - start) / 1000))s ($(du -sm "$BASE" | cut -f1) MB)"
 }
@@ -205,7 +216,7 @@ ensure_key() {
 
 ensure_bridge() {
   if ! ip link show dev "$BRIDGE" >/dev/null 2>&1; then
-    ip link add name "$BRIDGE" type bridge
+    ip link add name "$BRIDGE" address "$BRIDGE_MAC" type bridge
     log "bridge $BRIDGE: created"
   fi
   ip -o -4 addr show dev "$BRIDGE" | grep -qF " $BRIDGE_IP/24 " || ip addr add "$BRIDGE_IP/24" dev "$BRIDGE"
@@ -244,6 +255,8 @@ UseDNS no
 MaxStartups 100:30:200
 MaxSessions 100
 EOF
+  # The pyenv Pythons are mounted under /root: let non-root service users through (not list it).
+  chmod 711 "$r/root"
   install -d -m 700 "$r/root/.ssh"
   install -m 600 "$KEY.pub" "$r/root/.ssh/authorized_keys"
   install -d "$r$SHARED_MOUNT"
@@ -259,6 +272,8 @@ EOF
 # Everything of host $1 goes away: processes, mount, network namespace, veth, overlay dirs.
 teardown_host() { # $1 = name, $2 = address (optional)
   local name=$1 dir=$STATE_DIR/hosts/$1 pid
+  # Connections to a host that is made anew (same address and MAC) would hang: close them.
+  [[ -z ${2:-} ]] || ss -K dst "$2" >/dev/null 2>&1 || true
   if pid=$(nspawn_pid "$name"); then kill -KILL "$pid" 2>/dev/null || true; fi
   for pid in $(container_pids "$name"); do kill -KILL "$pid" 2>/dev/null || true; done
   if [[ -e /run/netns/$name ]]; then
@@ -271,7 +286,13 @@ teardown_host() { # $1 = name, $2 = address (optional)
   if mountpoint -q "$dir/root" 2>/dev/null; then
     umount "$dir/root" 2>/dev/null || umount -l "$dir/root"
   fi
-  rm -rf "$dir" "$RUN_DIR/$name.pid" "$RUN_DIR/$name.ip" "$RUN_DIR/$name.log"
+  rm -rf "$dir" "$RUN_DIR/$name".{pid,ip,sig,log}
+}
+
+# What a running host must match to be kept by `up`: its address, the checkout whose folders it
+# mounts (another clone's hosts are made anew), the mounts and the controller key it trusts.
+host_signature() { # $1 = name
+  printf 'ip=%s repo=%s binds=%s key=%s\n' "${IP[$1]}" "$REPO" "${BINDS[*]}" "$(cut -d' ' -f2 "$KEY.pub")"
 }
 
 start_host() { # $1 = name
@@ -283,7 +304,7 @@ start_host() { # $1 = name
   configure_root "$name" "$dir/root"
 
   ip netns add "$name"
-  ip link add name "$veth" type veth peer name eth0 netns "$name"
+  ip link add name "$veth" address "$(mac_of "$ip" 1)" type veth peer name eth0 address "$(mac_of "$ip" 0)" netns "$name"
   ip link set dev "$veth" master "$BRIDGE" up
   ip -n "$name" addr add "$ip/24" dev eth0
   ip -n "$name" link set dev lo up
@@ -292,14 +313,13 @@ start_host() { # $1 = name
   local args=(--quiet --boot --register=no --keep-unit "--directory=$dir/root" "--machine=$name"
     "--network-namespace-path=/run/netns/$name" --resolv-conf=off --timezone=off --link-journal=no
     --console=read-only)
-  for b in "${RO_BINDS[@]}" "$MODELS"; do
-    if [[ -d $b ]]; then args+=("--bind-ro=$b"); else log "$name: $b is missing, not mounted"; fi
-  done
+  for b in "${BINDS[@]}"; do args+=("--bind-ro=$b"); done
   args+=("--bind=$SHARED:$SHARED_MOUNT")
   # Its own session, no terminal, output to a log file, without the lock's descriptor.
   setsid systemd-nspawn "${args[@]}" </dev/null >"$RUN_DIR/$name.log" 2>&1 9>&- &
   echo $! >"$RUN_DIR/$name.pid"
   echo "$ip" >"$RUN_DIR/$name.ip"
+  host_signature "$name" >"$RUN_DIR/$name.sig"
 }
 
 # "running", "degraded", another systemd state, or "unreachable".
@@ -376,10 +396,14 @@ cmd_up() {
   ensure_key
   ensure_bridge
   modprobe overlay 2>/dev/null || true
-  local h started=() kept=() hosts_txt
+  local h b started=() kept=() hosts_txt
+  BINDS=()
+  for b in "${RO_BINDS[@]}" "$MODELS"; do
+    if [[ -d $b ]]; then BINDS+=("$b"); else log "$b is missing: not mounted in new hosts"; fi
+  done
   hosts_txt=$(etc_hosts)
   for h in "${NAMES[@]}"; do
-    if nspawn_pid "$h" >/dev/null && [[ $(cat "$RUN_DIR/$h.ip" 2>/dev/null) == "${IP[$h]}" ]]; then
+    if nspawn_pid "$h" >/dev/null && [[ $(cat "$RUN_DIR/$h.sig" 2>/dev/null) == "$(host_signature "$h")" ]]; then
       kept+=("$h")
       # A host list that changed reaches running hosts through their (shared) overlay mount.
       write_if_changed "$STATE_DIR/hosts/$h/root/etc/hosts" "$hosts_txt" && log "$h: /etc/hosts updated"
@@ -406,32 +430,51 @@ cmd_up() {
   log "up: done"
 }
 
-# Orderly shutdown (SIGTERM makes nspawn power the container off), SIGKILL after STOP_TIMEOUT.
+# The container's PID 1 (its systemd), seen from the controller.
+container_init() { # $1 = name
+  local pid
+  for pid in $(container_pids "$1"); do
+    [[ $(awk '/^NSpid:/ {print $NF}' "/proc/$pid/status" 2>/dev/null) == 1 ]] && echo "$pid" && return 0
+  done
+  return 1
+}
+
+# SIGTERM makes nspawn halt the container in order. On this controller's cgroup layout the
+# last step, systemd-halt.service, sometimes fails to start (status 219/CGROUP) and the container
+# then idles: seen in its console log (or after STOP_TIMEOUT), it gets SIGRTMIN+14, systemd's
+# immediate power-off; whatever still runs 10 s later is killed.
 stop_hosts() { # names
-  local h pid deadline left
-  declare -A pids=()
+  local h pid start left forced=0
+  declare -A pids=() kicked=()
   for h in "$@"; do
     if pid=$(nspawn_pid "$h"); then
       pids[$h]=$pid
       kill -TERM "$pid" 2>/dev/null || true
     fi
   done
-  deadline=$(($(now_ms) + STOP_TIMEOUT * 1000))
+  start=$(now_ms)
   while :; do
     left=0
-    for h in "${!pids[@]}"; do alive "${pids[$h]}" && left=$((left + 1)); done
-    ((left)) || break
-    if (($(now_ms) > deadline)); then
-      log "$left host(s) did not power off in ${STOP_TIMEOUT}s: killing them"
-      break
-    fi
+    for h in "${!pids[@]}"; do
+      alive "${pids[$h]}" || continue
+      left=$((left + 1))
+      [[ -z ${kicked[$h]:-} ]] || continue
+      if (($(now_ms) - start > STOP_TIMEOUT * 1000)) || grep -qE "$HALT_FAILED_RE" "$RUN_DIR/$h.log" 2>/dev/null; then
+        kicked[$h]=1
+        forced=$((forced + 1))
+        if pid=$(container_init "$h"); then kill -s RTMIN+14 "$pid" 2>/dev/null || true; fi
+      fi
+    done
+    if ((left == 0 || $(now_ms) - start > (STOP_TIMEOUT + 10) * 1000)); then break; fi
     sleep 0.2
   done
+  ((forced == 0)) || log "$forced host(s) did not halt in order: immediate power-off"
+  ((left == 0)) || log "$left host(s) still running: killing them"
   for h in "$@"; do
     teardown_host "$h" "$(cat "$RUN_DIR/$h.ip" 2>/dev/null || echo "${IP[$h]:-}")"
   done
   # The controller's init reaps orphans late: give it a few seconds to take our exited nspawns.
-  deadline=$(($(now_ms) + 10000))
+  local deadline=$(($(now_ms) + 10000))
   for h in "${!pids[@]}"; do
     while [[ $(cat "/proc/${pids[$h]}/comm" 2>/dev/null) == systemd-nspawn ]] && (($(now_ms) < deadline)); do
       sleep 0.2
@@ -462,10 +505,11 @@ cmd_down() {
     done
     log "ssh connections to $SUBNET closed"
   fi
-  local hosts
+  local hosts h running=()
   mapfile -t hosts < <(known_hosts)
+  for h in "${hosts[@]}"; do nspawn_pid "$h" >/dev/null && running+=("$h"); done
   stop_hosts "${hosts[@]}"
-  log "hosts stopped: ${hosts[*]}"
+  log "hosts stopped: ${running[*]:-none was running}"
   local link
   for link in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${VETH_PREFIX}[0-9]" || true); do
     ip link delete dev "$link" 2>/dev/null || true
@@ -473,6 +517,10 @@ cmd_down() {
   if ip link show dev "$BRIDGE" >/dev/null 2>&1; then
     ip link delete dev "$BRIDGE"
     log "bridge $BRIDGE: deleted"
+  fi
+  # `ip netns add` made /run/netns a mount point; left empty, it goes too.
+  if mountpoint -q /run/netns && [[ -z $(ls -A /run/netns) ]]; then
+    if umount /run/netns 2>/dev/null; then rmdir /run/netns 2>/dev/null || true; fi
   fi
   rm -f "$INVENTORY"
   rmdir --ignore-fail-on-non-empty "$(dirname "$INVENTORY")" 2>/dev/null || true
@@ -492,6 +540,11 @@ check_clean() { # names
     [[ -z $(container_pids "$h") ]] || left+=("processes of $h")
   done
   grep -qE ": ($BRIDGE|${VETH_PREFIX}[0-9]+)[@:]" <<<"$(ip -o link show)" && left+=("links")
+  local p
+  for p in /proc/[0-9]*; do
+    [[ $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) == *"--directory=$STATE_DIR/"* ]] && alive "${p#/proc/}" &&
+      left+=("process ${p#/proc/}")
+  done
   ((${#left[@]} == 0)) || die "leftovers after down: ${left[*]}"
 }
 
