@@ -27,4 +27,8 @@ class FilterModule:
     """kimi_k3.serving unit filters."""
 
     def filters(self):
-        return {"unit_exec_start": unit_exec_start, "env_file": env_file}
+        return {
+            "unit_exec_start": unit_exec_start,
+            "env_file": env_file,
+            "health_targets": units.health_targets,
+        }

@@ -116,3 +116,8 @@ def env_file_content(env, fmt):
         else:
             raise UnitError("unknown env file format %r" % (fmt,))
     return "".join(line + "\n" for line in lines)
+
+
+def health_targets(services):
+    """What a health wait needs of planned services (and nothing else: no env, no argv)."""
+    return [{"name": s["name"], "unit": s["unit"], "url": (s.get("health") or {}).get("url")} for s in services or []]
