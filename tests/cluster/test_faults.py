@@ -1,0 +1,116 @@
+"""Faults on the real sandbox cluster: a service that fails to start, a stopped engine, and healing.
+
+Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real
+systemd and SSH. Needs root; builds the sandbox once for the module and removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+from conftest import ROOT, VENV_BIN, ansible_env
+
+INVENTORY = ROOT / "inventories" / "sandbox"
+HOST_VARS = INVENTORY / "host_vars"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+
+
+def run(*cmd, check=True, timeout=1800):
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode:
+        raise AssertionError(
+            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
+        )
+    return proc
+
+
+def playbook(name, check=True):
+    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, check=check)
+
+
+def recap(output):
+    return {
+        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
+    }
+
+
+def systemctl(host, *args):
+    return run(
+        VENV_BIN / "ansible",
+        host,
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.command",
+        "-a",
+        "systemctl " + " ".join(args),
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
+    run("tools/sandbox.sh", "up")
+    try:
+        playbook("site.yml")
+        yield
+    finally:
+        for f in HOST_VARS.glob("*.yml"):
+            f.unlink()
+        run("tools/sandbox.sh", "down", check=False)
+
+
+def test_stopped_decode_fails_verify_naming_it_and_site_heals(cluster):
+    systemctl("k3-sb-decode", "stop", "k3-decode")
+    out = playbook("playbooks/verify.yml", check=False)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "fatal: [k3-sb-decode]" in text
+    assert "service decode (unit k3-decode) is not running" in text
+    assert "--- journal" in text and "Stopped k3-decode.service" in text
+    healed = playbook("site.yml")
+    assert recap(healed.stdout)["k3-sb-decode"]["changed"] >= 1
+    assert "KV cache moved" in healed.stdout
+
+
+def test_stopped_follower_fails_verify_and_site_restarts_its_node0(cluster):
+    systemctl("k3-sb-dp1", "stop", "k3-engine")
+    out = playbook("playbooks/verify.yml", check=False)
+    assert out.returncode != 0
+    assert "fatal: [k3-sb-dp1]" in out.stdout and "service engine (unit k3-engine) is not running" in out.stdout
+    healed = playbook("site.yml")
+    counts = recap(healed.stdout)
+    # A follower cannot rejoin a running head: node 0 is restarted with it.
+    assert counts["k3-sb-dp0"]["changed"] >= 1 and counts["k3-sb-dp1"]["changed"] >= 1
+    assert "k3-sb-dp0/engine rank 1" in healed.stdout
+
+
+def test_service_that_fails_to_start_fails_with_journal_then_converges(cluster):
+    HOST_VARS.mkdir(exist_ok=True)
+    bad = HOST_VARS / "k3-sb-prefill.yml"
+    # A context longer than the model's positions: vLLM refuses it at start-up.
+    bad.write_text("---\nk3_vllm_args:\n  - --max-model-len: 999999\n")
+    try:
+        out = playbook("site.yml", check=False)
+    finally:
+        bad.unlink()
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "fatal: [k3-sb-prefill]" in text
+    assert re.search(r"service prefill \(unit k3-prefill\) (has failed|is not running)", text)
+    assert "--- journal" in text and "max_model_len" in text.replace("max-model-len", "max_model_len")
+    # The router stage did not run against a broken prefill.
+    assert "PLAY [Router and proxy that need healthy engines" not in text or "k3-sb-front" not in recap(out.stdout)
+    fixed = playbook("site.yml")
+    assert recap(fixed.stdout)["k3-sb-prefill"]["changed"] >= 1
+    assert "KV cache moved" in fixed.stdout
+    again = playbook("site.yml")
+    assert all(v["changed"] == 0 for v in recap(again.stdout).values()), again.stdout[-3000:]
