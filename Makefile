@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down site plan lint test test-fast clean
+.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down bench-deploy site plan lint test test-fast clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -54,6 +54,10 @@ sandbox: sandbox-hosts
 
 sandbox-down:
 	tools/sandbox.sh down
+
+# Deploy time with 1, 2 and 4 engines and the idempotent re-run (figures, not a test).
+bench-deploy: venv venv-vllm
+	tools/bench_deploy.sh
 
 site: venv
 	$(BIN)/ansible-playbook site.yml -i $(INVENTORY) -e k3_plan_dir=$(PLAN_DIR)

@@ -16,11 +16,12 @@
 # of its own session whose PID is kept in /run/k3-sandbox/. Environment knobs:
 #   K3SB_TIMEOUT (s, default 120)  how long `up` waits for the hosts to answer
 #   K3SB_MIRROR                    Debian mirror for the base (default: the one apt uses)
+#   K3SB_HOSTS_FILE                the hosts to create (default tools/sandbox-hosts.txt)
 set -euo pipefail
 
 # Physical path: venvs record the real path of the folder they were made in (getcwd resolves links).
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-HOSTS_FILE=$REPO/tools/sandbox-hosts.txt
+HOSTS_FILE=${K3SB_HOSTS_FILE:-$REPO/tools/sandbox-hosts.txt}
 BRIDGE=k3sb0
 BRIDGE_IP=10.77.0.1
 SUBNET=10.77.0.0/24

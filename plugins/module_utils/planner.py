@@ -289,7 +289,9 @@ class _Planner:
         defaults = profile.get("service_defaults") or {}
         services_spec = {}
         for sname, spec in (profile.get("services") or {}).items():
-            kind = (spec or {}).get("kind", "vllm")
+            if spec is None:  # a profile that extends another removes a service with `name: null`
+                continue
+            kind = spec.get("kind", "vllm")
             services_spec[sname] = merge(defaults.get(kind) or {}, spec or {})
         self.services_spec = services_spec
 

@@ -107,8 +107,8 @@ def test_service_that_fails_to_start_fails_with_journal_then_converges(cluster):
     assert "fatal: [k3-sb-prefill]" in text
     assert re.search(r"service prefill \(unit k3-prefill\) (has failed|is not running)", text)
     assert "--- journal" in text and "max_model_len" in text.replace("max-model-len", "max_model_len")
-    # The router stage did not run against a broken prefill.
-    assert "PLAY [Router and proxy that need healthy engines" not in text or "k3-sb-front" not in recap(out.stdout)
+    # The run stopped there: the router stage did not start in front of a broken prefill.
+    assert "PLAY [Router and proxy that need healthy engines" not in text
     fixed = playbook("site.yml")
     assert recap(fixed.stdout)["k3-sb-prefill"]["changed"] >= 1
     assert "KV cache moved" in fixed.stdout
