@@ -18,7 +18,7 @@ PYTEST_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down bench-deploy site plan lint test test-fast clean
+.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down bench-deploy site plan lint test test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -71,12 +71,22 @@ lint: venv
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --nocolor
 
+# Everything: lint; planner, golden, contract and playbook tests; then, as root, the sandbox
+# hosts, the molecule cluster scenario (create, converge, idempotence, verify, destroy) and the
+# fault tests on a deployed cluster.
 test: venv venv-vllm lint
-	$(BIN)/pytest tests $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
+	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
+	$(BIN)/molecule test -s cluster
+	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 
-# Without the vLLM venv: the contract tests that need it are skipped, loudly.
+# The quick loop: no venv but the controller's, no root, no cluster.
 test-fast: venv
-	$(BIN)/pytest tests/unit tests/golden $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/golden tests/integration $(PYTEST_ARGS)
+
+molecule: venv venv-vllm
+	$(BIN)/molecule test -s cluster
 
 clean:
 	rm -rf $(PLAN_DIR) .cache tests/output
