@@ -579,35 +579,42 @@ class _Planner:
                         "use hosts with %d devices, or lower k3_tensor_parallel_size" % need,
                     )
                 dcp = ctx.get("dcp_size", 1) or 1
-                try:
-                    formulas.decode_context_parallel(tp, dcp, self.profile.get("dcp_platform", "none"))
-                except PlanValueError as exc:
-                    self.problem(
-                        host, "k3_dcp_size", str(exc), "set k3_dcp_size to a divisor of k3_tensor_parallel_size"
+                self.guarded(
+                    host,
+                    "k3_dcp_size",
+                    "set k3_dcp_size to a divisor of k3_tensor_parallel_size",
+                    formulas.decode_context_parallel,
+                    tp,
+                    dcp,
+                    self.profile.get("dcp_platform", "none"),
+                )
+                if ctx.get("attention_heads"):
+                    self.guarded(
+                        host,
+                        "k3_tensor_parallel_size",
+                        "pick a tensor-parallel size that divides k3_attention_heads",
+                        formulas.check_divides_heads,
+                        tp,
+                        ctx["attention_heads"],
                     )
-                heads = ctx.get("attention_heads")
-                if heads:
-                    try:
-                        formulas.check_divides_heads(tp, heads)
-                    except PlanValueError as exc:
-                        self.problem(
-                            host,
-                            "k3_tensor_parallel_size",
-                            str(exc),
-                            "pick a tensor-parallel size that divides k3_attention_heads",
-                        )
-                offload = ctx.get("cpu_offload_bytes")
-                memory = self.host_memory(host)
+                offload, memory = ctx.get("cpu_offload_bytes"), self.host_memory(host)
                 if offload and memory:
-                    try:
-                        formulas.check_cpu_offload(offload, memory)
-                    except PlanValueError as exc:
-                        self.problem(
-                            host,
-                            "k3_cpu_offload_bytes",
-                            str(exc),
-                            "lower k3_cpu_offload_bytes, or set it to 0 to turn offload off",
-                        )
+                    self.guarded(
+                        host,
+                        "k3_cpu_offload_bytes",
+                        "lower k3_cpu_offload_bytes, or set it to 0 to turn offload off",
+                        formulas.check_cpu_offload,
+                        offload,
+                        memory,
+                    )
+
+    def guarded(self, host, variable, fix, func, *args):
+        """Run a formula; a value it refuses becomes a problem naming the host and the variable."""
+        try:
+            return func(*args)
+        except PlanValueError as exc:
+            self.problem(host, variable, str(exc), fix)
+            return None
 
     def host_memory(self, host):
         explicit = self.hv(host, "k3_host_memory_bytes")
