@@ -376,7 +376,9 @@ write_inventory() {
     printf -- '---\n# Written by tools/sandbox.sh up from tools/sandbox-hosts.txt; removed by tools/sandbox.sh down.\n'
     printf 'all:\n  vars:\n    ansible_user: root\n'
     printf '    ansible_ssh_private_key_file: "%s"\n' "$KEY"
-    printf '    ansible_python_interpreter: /usr/bin/python3\n  hosts:\n'
+    printf '    ansible_python_interpreter: /usr/bin/python3\n'
+    # The checkout the hosts mount (venvs, model): group_vars/all.yml builds its paths on it.
+    printf '    k3_sandbox_root: "%s"\n  hosts:\n' "$REPO"
     for h in "${NAMES[@]}"; do printf '    %s:\n      ansible_host: %s\n' "$h" "${IP[$h]}"; done
     printf '  children:\n'
     for g in "${groups[@]}"; do
