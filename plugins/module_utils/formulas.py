@@ -115,7 +115,7 @@ def decode_context_parallel(tensor_parallel_size, dcp_size, platform, direct=Non
             % (dcp, tp, ", ".join(str(d) for d in divisors))
         )
     if dcp == 1:
-        return {"size": 1, "args": {}, "env": {}}
+        return {"size": 1, "env": {}}
     if platform not in DCP_BACKENDS:
         raise PlanValueError(
             "decode context parallelism is qualified on %s only, not on %s; set the DCP size to 1"

@@ -32,6 +32,7 @@ from .profiles import (
     render_args,
     render_env,
 )
+from .units import shell_lines
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
 # Per-host variables every profile reads.
@@ -819,15 +820,12 @@ def launch_script(plan, host, service):
     if service.get("after_started"):
         lines.append("# start once started: %s" % ", ".join(service["after_started"]))
     lines.append("set -euo pipefail")
-    shell = service.get("shell") or {}
-    if shell.get("unset"):
-        lines.append("unset %s" % " ".join(shell["unset"]))
-    for path in shell.get("source") or []:
-        lines.append("source %s" % shlex.quote(path))
+    lines.extend(
+        shell_lines((service.get("shell") or {}) and {k: v for k, v in service["shell"].items() if k != "prepend"})
+    )
     for key, value in service["env"].items():
         lines.append("export %s=%s" % (key, shlex.quote(value)))
-    for key, value in (shell.get("prepend") or {}).items():
-        lines.append('export %s=%s"${%s:-}"' % (key, shlex.quote(value + ":"), key))
+    lines.extend(shell_lines({"prepend": (service.get("shell") or {}).get("prepend") or {}}))
     lines.append("exec " + " \\\n    ".join(_argv_lines(service["argv"])))
     return "\n".join(lines) + "\n"
 

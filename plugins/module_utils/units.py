@@ -29,18 +29,23 @@ def systemd_quote(arg):
     return '"%s"' % out
 
 
-def shell_prelude(shell):
-    """The bash set-up the plan asks for, or '' when there is none."""
-    if not shell:
-        return ""
+def shell_lines(shell):
+    """The bash set-up lines the plan asks for: unset, source, then PATH-like prepends."""
     lines = []
+    if not shell:
+        return lines
     if shell.get("unset"):
         lines.append("unset %s" % " ".join(shell["unset"]))
     for path in shell.get("source") or []:
         lines.append("source %s" % shlex.quote(path))
     for key, value in (shell.get("prepend") or {}).items():
         lines.append('export %s=%s"${%s:-}"' % (key, shlex.quote(value + ":"), key))
-    return "; ".join(lines)
+    return lines
+
+
+def shell_prelude(shell):
+    """The set-up as one bash command line, or '' when there is none."""
+    return "; ".join(shell_lines(shell))
 
 
 def _wrapped(argv, shell):

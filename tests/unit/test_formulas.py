@@ -115,7 +115,7 @@ def test_dcp_direct_knobs(direct, value):
 
 
 def test_dcp_one_is_off_anywhere():
-    assert f.decode_context_parallel(16, 1, "ascend") == {"size": 1, "args": {}, "env": {}}
+    assert f.decode_context_parallel(16, 1, "ascend") == {"size": 1, "env": {}}
 
 
 @pytest.mark.parametrize(
