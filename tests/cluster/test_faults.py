@@ -114,3 +114,55 @@ def test_service_that_fails_to_start_fails_with_journal_then_converges(cluster):
     assert "KV cache moved" in fixed.stdout
     again = playbook("site.yml")
     assert all(v["changed"] == 0 for v in recap(again.stdout).values()), again.stdout[-3000:]
+
+
+def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster):
+    model = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
+    for host in ("k3-sb-dp0", "k3-sb-dp1"):
+        run(
+            VENV_BIN / "ansible",
+            host,
+            "-i",
+            INVENTORY,
+            "-m",
+            "ansible.builtin.copy",
+            "-a",
+            "src=%s/ dest=/var/tmp/k3-weights/ remote_src=true mode=preserve" % model,
+        )
+    run(
+        VENV_BIN / "ansible",
+        "k3-sb-dp1",
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.copy",
+        "-a",
+        "dest=/var/tmp/k3-weights/config.json content='{}'",
+    )
+    cmd = (
+        VENV_BIN / "ansible-playbook",
+        "site.yml",
+        "-i",
+        INVENTORY,
+        "--tags",
+        "prerequisites",
+        "--limit",
+        "engine,localhost",
+        "-e",
+        '{"model_weights_paths": ["/var/tmp/k3-weights"]}',
+    )
+    out = run(*cmd, check=False)
+    assert out.returncode != 0
+    assert "/var/tmp/k3-weights differs between k3-sb-dp0 and k3-sb-dp1: config.json" in out.stdout
+    # The same revision on both passes.
+    run(
+        VENV_BIN / "ansible",
+        "k3-sb-dp1",
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.copy",
+        "-a",
+        "src=%s/config.json dest=/var/tmp/k3-weights/config.json remote_src=true" % model,
+    )
+    assert run(*cmd).returncode == 0
