@@ -25,6 +25,11 @@ def _positive_int(name, value):
     return value
 
 
+def _divisors(n):
+    """The divisors of n, as the text of a fix."""
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
 # --------------------------------------------------------------------------
 # Sequence limits and CUDA-graph capture sizes (MI355X P/D table)
 # --------------------------------------------------------------------------
@@ -109,10 +114,9 @@ def decode_context_parallel(tensor_parallel_size, dcp_size, platform, direct=Non
     tp = _positive_int("tensor-parallel size", tensor_parallel_size)
     dcp = _positive_int("decode-context-parallel size", dcp_size)
     if tp % dcp:
-        divisors = [d for d in range(1, tp + 1) if tp % d == 0]
         raise PlanValueError(
             "decode-context-parallel size %d does not divide tensor-parallel size %d; use one of %s"
-            % (dcp, tp, ", ".join(str(d) for d in divisors))
+            % (dcp, tp, _divisors(tp))
         )
     if dcp == 1:
         return {"size": 1, "env": {}}
@@ -139,10 +143,9 @@ def check_divides_heads(tensor_parallel_size, attention_heads):
     tp = _positive_int("tensor-parallel size", tensor_parallel_size)
     heads = _positive_int("attention heads", attention_heads)
     if heads % tp:
-        ok = [d for d in range(1, heads + 1) if heads % d == 0]
         raise PlanValueError(
             "tensor-parallel size %d does not divide the %d attention heads; use one of %s"
-            % (tp, heads, ", ".join(str(d) for d in ok))
+            % (tp, heads, _divisors(heads))
         )
     return tp
 

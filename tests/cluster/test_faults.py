@@ -41,18 +41,12 @@ def recap(output):
     }
 
 
+def adhoc(host, module, args, check=True):
+    return run(VENV_BIN / "ansible", host, "-i", INVENTORY, "-m", module, "-a", args, check=check)
+
+
 def systemctl(host, *args):
-    return run(
-        VENV_BIN / "ansible",
-        host,
-        "-i",
-        INVENTORY,
-        "-m",
-        "ansible.builtin.command",
-        "-a",
-        "systemctl " + " ".join(args),
-        check=False,
-    )
+    return adhoc(host, "ansible.builtin.command", "systemctl " + " ".join(args), check=False)
 
 
 @pytest.fixture(scope="module")
@@ -119,26 +113,8 @@ def test_service_that_fails_to_start_fails_with_journal_then_converges(cluster):
 def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster):
     model = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
     for host in ("k3-sb-dp0", "k3-sb-dp1"):
-        run(
-            VENV_BIN / "ansible",
-            host,
-            "-i",
-            INVENTORY,
-            "-m",
-            "ansible.builtin.copy",
-            "-a",
-            "src=%s/ dest=/var/tmp/k3-weights/ remote_src=true mode=preserve" % model,
-        )
-    run(
-        VENV_BIN / "ansible",
-        "k3-sb-dp1",
-        "-i",
-        INVENTORY,
-        "-m",
-        "ansible.builtin.copy",
-        "-a",
-        "dest=/var/tmp/k3-weights/config.json content='{}'",
-    )
+        adhoc(host, "ansible.builtin.copy", "src=%s/ dest=/var/tmp/k3-weights/ remote_src=true mode=preserve" % model)
+    adhoc("k3-sb-dp1", "ansible.builtin.copy", "dest=/var/tmp/k3-weights/config.json content='{}'")
     cmd = (
         VENV_BIN / "ansible-playbook",
         "site.yml",
@@ -155,14 +131,9 @@ def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster)
     assert out.returncode != 0
     assert "/var/tmp/k3-weights differs between k3-sb-dp0 and k3-sb-dp1: config.json" in out.stdout
     # The same revision on both passes.
-    run(
-        VENV_BIN / "ansible",
+    adhoc(
         "k3-sb-dp1",
-        "-i",
-        INVENTORY,
-        "-m",
         "ansible.builtin.copy",
-        "-a",
         "src=%s/config.json dest=/var/tmp/k3-weights/config.json remote_src=true" % model,
     )
     assert run(*cmd).returncode == 0
