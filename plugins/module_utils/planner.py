@@ -92,7 +92,7 @@ TEMPLATE_FUNCTIONS = {
     "decode_max_num_seqs_formula": formulas.decode_max_num_seqs,
     "decode_graph_max": formulas.decode_graph_max,
     "cudagraph_capture_sizes": formulas.cudagraph_capture_sizes,
-    "default_dense_max": formulas.default_dense_max,
+    "explicit_capture_sizes": lambda sizes: formulas.explicit_capture_sizes(sizes)[0],
     "decode_context_parallel": formulas.decode_context_parallel,
     "prefix": lambda value, text: "%s%s" % (text, value),
 }

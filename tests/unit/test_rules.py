@@ -272,3 +272,9 @@ def test_several_problems_reported_together():
 
 def test_no_hosts_at_all():
     only({"groups": {}, "hostvars": {}}, "all", "groups", "no host in any of the groups")
+
+
+def test_explicit_capture_sizes_must_increase():
+    inv = example("mi355x-pd-1p1d-c8")
+    set_vars(inv, all_hosts(inv), k3_capture_sizes=[8, 1])
+    only(inv, "mi355x-d1", "k3_profile", "capture sizes must be strictly increasing")
