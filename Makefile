@@ -71,13 +71,16 @@ lint: venv
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --nocolor
 
-# Everything: lint; planner, golden, contract and playbook tests; then, as root, the sandbox
-# hosts, the molecule cluster scenario (create, converge, idempotence, verify, destroy) and the
-# fault tests on a deployed cluster.
+# Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
+# hosts; the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on
+# test hosts with packaged test doubles); the molecule cluster scenario (create, converge,
+# idempotence, verify, destroy); the fault tests on a deployed cluster.
 test: venv venv-vllm lint
 	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
+	$(BIN)/molecule test -s nvidia
+	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/molecule test -s cluster
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 
@@ -86,6 +89,7 @@ test-fast: venv
 	$(BIN)/pytest tests/unit tests/golden tests/integration $(PYTEST_ARGS)
 
 molecule: venv venv-vllm
+	$(BIN)/molecule test -s nvidia
 	$(BIN)/molecule test -s cluster
 
 clean:

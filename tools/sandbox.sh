@@ -17,6 +17,8 @@
 #   K3SB_TIMEOUT (s, default 120)  how long `up` waits for the hosts to answer
 #   K3SB_MIRROR                    Debian mirror for the base (default: the one apt uses)
 #   K3SB_HOSTS_FILE                the hosts to create (default tools/sandbox-hosts.txt)
+#   K3SB_EXTRA_BINDS               more folders (space-separated) mounted read-only in every host
+#   K3SB_INVENTORY                 the hosts.yml to write (default inventories/sandbox/hosts.yml)
 set -euo pipefail
 
 # Physical path: venvs record the real path of the folder they were made in (getcwd resolves links).
@@ -32,6 +34,8 @@ BASE_STAMP=$CACHE_DIR/bookworm-minbase.ready
 BASE_PACKAGES=openssh-server,python3,python3-apt,iproute2,procps,ca-certificates,sudo,curl,systemd,systemd-sysv,dbus
 # Runtime libraries that the bind-mounted vLLM CPU build links against (vllm._C needs libnuma).
 BASE_PACKAGES+=,libnuma1,libgomp1
+# ansible.builtin.deb822_repository (the prerequisites roles' package repositories) needs it.
+BASE_PACKAGES+=,python3-debian
 # The stamp's first line: a base built from another recipe is rebuilt.
 BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
 STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
@@ -41,12 +45,14 @@ KEY=$SANDBOX_CACHE/id_ed25519
 MODELS=$SANDBOX_CACHE/models
 SHARED=$SANDBOX_CACHE/shared
 SHARED_MOUNT=/srv/k3-shared
-INVENTORY=$REPO/inventories/sandbox/hosts.yml
+INVENTORY=${K3SB_INVENTORY:-$REPO/inventories/sandbox/hosts.yml}
 TIMEOUT=${K3SB_TIMEOUT:-120}
 STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
 # A container's console when its orderly halt went wrong (see stop_hosts).
 HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency failed for.*(halt|poweroff)[.]target'
 RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
+# More read-only folders for every host, at the same path (e.g. a test package repository).
+read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
 SSH_OPTS=(-i "$KEY" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
   -o LogLevel=ERROR -o ConnectTimeout=3 -o ControlMaster=no -o ControlPath=none)
 
@@ -316,9 +322,16 @@ start_host() { # $1 = name
     --console=read-only)
   for b in "${BINDS[@]}"; do args+=("--bind-ro=$b"); done
   args+=("--bind=$SHARED:$SHARED_MOUNT")
-  # Its own session, no terminal, output to a log file, without the lock's descriptor.
-  setsid systemd-nspawn "${args[@]}" </dev/null >"$RUN_DIR/$name.log" 2>&1 9>&- &
-  echo $! >"$RUN_DIR/$name.pid"
+  # Its own session, no terminal, output to a log file, without the lock's descriptor. A reboot
+  # inside the host (nspawn exits with 133) boots it again, as a machine would; the PID file
+  # always names the current nspawn.
+  rm -f "$RUN_DIR/$name.pid"
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  setsid bash -c 'pidfile=$1; shift
+    while :; do "$@" & echo $! >"$pidfile"; wait $!; rc=$?; ((rc == 133)) || exit $rc; done' \
+    k3-sandbox-boot "$RUN_DIR/$name.pid" systemd-nspawn "${args[@]}" </dev/null >"$RUN_DIR/$name.log" 2>&1 9>&- &
+  local tries=0
+  until [[ -s $RUN_DIR/$name.pid ]] || ((++tries > 50)); do sleep 0.05; done
   echo "$ip" >"$RUN_DIR/$name.ip"
   host_signature "$name" >"$RUN_DIR/$name.sig"
 }
@@ -401,7 +414,7 @@ cmd_up() {
   modprobe overlay 2>/dev/null || true
   local h b started=() kept=() hosts_txt
   BINDS=()
-  for b in "${RO_BINDS[@]}" "$MODELS"; do
+  for b in "${RO_BINDS[@]}" "$MODELS" "${EXTRA_BINDS[@]}"; do
     if [[ -d $b ]]; then BINDS+=("$b"); else log "$b is missing: not mounted in new hosts"; fi
   done
   hosts_txt=$(etc_hosts)

@@ -58,6 +58,8 @@ RESERVED_PREFIXES = (
     "k3_ascend_",
     "k3_container_",
     "k3_model_weights_",
+    # Facts the collection's modules return (ansible_facts.k3_accelerator is also a host variable).
+    "k3_accelerator",
 )
 PLAN_VERSION = 1
 
@@ -327,7 +329,7 @@ class _Planner:
                 if service is None:
                     continue
                 rendered.append((inst["host"], service))
-                plan_hosts.setdefault(inst["host"], {"services": []})["services"].append(service)
+                plan_hosts.setdefault(inst["host"], {"ip": inst["ip"], "services": []})["services"].append(service)
         if self.problems:
             raise PlanError(self.problems)
         self.check_rules(params, rendered)

@@ -1,0 +1,14 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Filter over module_utils/nvidia.py."""
+
+from __future__ import annotations
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.nvidia import driver_branch, nvidia_prerequisites
+
+
+class FilterModule:
+    """kimi_k3.serving NVIDIA host filters."""
+
+    def filters(self):
+        return {"nvidia_prerequisites": nvidia_prerequisites, "nvidia_driver_branch": driver_branch}

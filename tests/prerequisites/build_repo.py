@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Build the local, signed apt repository of TEST DOUBLE packages for the prerequisites scenario.
+
+No vendor package can be downloaded or installed here (no GPU, no NVIDIA repository), so the
+Molecule scenario installs these small packages instead, through apt, from a flat repository laid
+out and signed like NVIDIA's (``deb [signed-by=KEYRING] URI /``). What they install are doubles:
+
+* ``nvidia-driver-575-open`` / ``nvidia-driver-580-open``: an ``nvidia-smi`` that prints a recorded
+  real output (tests/unit/fixtures/accelerator/nvidia, copied byte for byte from public sources)
+  while the double of the kernel module has its version "loaded"; NVML's version-mismatch error
+  otherwise. The "loaded module" is the file ``SYSROOT/proc/driver/nvidia/version`` (recorded
+  open-kernel-module format, version substituted), written at boot by a unit the package ships,
+  as modprobe loads the installed module at boot. A first install also "loads" it at once; an
+  upgrade does not (the old module stays in use until the host reboots, as on a real node).
+* ``nvidia-container-toolkit``: ``nvidia-ctk`` and ``nvidia-container-runtime`` that print versions.
+* ``nvidia-imex-580``: an ``nvidia-imex`` daemon double (it sleeps) and its systemd unit.
+
+Usage: build_repo.py OUTDIR   (idempotent: an unchanged recipe leaves OUTDIR as it is)
+"""
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "unit" / "fixtures" / "accelerator" / "nvidia"
+# Where the doubles keep their state on a test host; the scenario passes it as the facts' sys_root.
+SYSROOT = "/var/lib/k3-test-doubles/sysroot"
+PROC_TEMPLATE = FIXTURES / "proc-driver-nvidia-version_open_x86_64_565.57.01.txt"
+DOUBLE_NOTE = "TEST DOUBLE built by kimi_k3.serving's tests (tests/prerequisites/build_repo.py); not NVIDIA's software."
+
+NVIDIA_SMI = """#!/bin/sh
+# {note}
+# Prints the recorded output of driver {version} while the kernel-module double has it loaded.
+loaded={sysroot}/proc/driver/nvidia/version
+if ! grep -qF "  {version}  " "$loaded" 2>/dev/null; then
+  if [ ! -e "$loaded" ]; then
+    echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    exit 9
+  fi
+  echo "Failed to initialize NVML: Driver/library version mismatch"
+  echo "NVML library version: {branch}"
+  exit 18
+fi
+case "$1" in
+  "") exec cat /usr/share/k3-test-doubles/nvidia/nvidia-smi.txt ;;
+  *) echo "nvidia-smi double: unsupported arguments: $*" >&2; exit 2 ;;
+esac
+"""
+
+MODPROBE_UNIT = """[Unit]
+Description=Load the NVIDIA kernel module double ({note})
+DefaultDependencies=no
+Before=multi-user.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/lib/k3-test-doubles/nvidia-load-module
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+LOAD_MODULE = """#!/bin/sh
+# {note}
+# "Loads" the installed driver's kernel module: what modprobe does at boot.
+mkdir -p {sysroot}/proc/driver/nvidia
+cp /usr/share/k3-test-doubles/nvidia/proc-version {sysroot}/proc/driver/nvidia/version
+"""
+
+DRIVER_POSTINST = """#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+  ln -sf /usr/lib/systemd/system/k3-test-double-nvidia-module.service \\
+    /etc/systemd/system/multi-user.target.wants/k3-test-double-nvidia-module.service
+  # A first install loads the module at once; a module already loaded stays until reboot.
+  [ -e {sysroot}/proc/driver/nvidia/version ] || /usr/lib/k3-test-doubles/nvidia-load-module
+fi
+"""
+
+VERSION_TOOL = """#!/bin/sh
+# {note}
+echo "{banner}"
+"""
+
+IMEX = """#!/bin/sh
+# {note}
+# Stands in for the IMEX daemon: reads its configuration and stays up.
+test -r /etc/nvidia-imex/config.cfg || {{ echo "no /etc/nvidia-imex/config.cfg" >&2; exit 1; }}
+exec sleep infinity
+"""
+
+IMEX_CONFIG = """# Minimal configuration of the IMEX double: where the node list is.
+IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg
+"""
+
+IMEX_UNIT = """[Unit]
+Description=NVIDIA IMEX service ({note})
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=/usr/bin/nvidia-imex
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def driver_package(branch, version, smi_fixture, conflicts):
+    fmt = {"note": DOUBLE_NOTE, "version": version, "branch": version, "sysroot": SYSROOT}
+    proc = PROC_TEMPLATE.read_text(encoding="utf-8").replace("565.57.01", version)
+    return {
+        "control": {
+            "Package": "nvidia-driver-%s-open" % branch,
+            "Version": "%s-0ubuntu1" % version,
+            "Conflicts": conflicts,
+            "Replaces": conflicts,
+            "Description": "NVIDIA driver %s, open kernel modules (%s)" % (version, DOUBLE_NOTE),
+        },
+        "files": {
+            "usr/bin/nvidia-smi": (NVIDIA_SMI.format(**fmt), 0o755),
+            "usr/share/k3-test-doubles/nvidia/nvidia-smi.txt": ((FIXTURES / smi_fixture).read_text("utf-8"), 0o644),
+            "usr/share/k3-test-doubles/nvidia/proc-version": (proc, 0o644),
+            "usr/lib/k3-test-doubles/nvidia-load-module": (LOAD_MODULE.format(**fmt), 0o755),
+            "usr/lib/systemd/system/k3-test-double-nvidia-module.service": (MODPROBE_UNIT.format(**fmt), 0o644),
+        },
+        "postinst": DRIVER_POSTINST.format(**fmt),
+    }
+
+
+def packages():
+    toolkit = "1.18.0"
+    return [
+        driver_package("575", "575.57.08", "nvidia-smi_b200_8gpu_575.57.08.txt", "nvidia-driver-580-open"),
+        driver_package("580", "580.126.09", "nvidia-smi_gb200_4gpu_580.126.09.txt", "nvidia-driver-575-open"),
+        {
+            "control": {
+                "Package": "nvidia-container-toolkit",
+                "Version": "%s-1" % toolkit,
+                "Description": "NVIDIA container toolkit (%s)" % DOUBLE_NOTE,
+            },
+            "files": {
+                "usr/bin/nvidia-ctk": (
+                    VERSION_TOOL.format(note=DOUBLE_NOTE, banner="NVIDIA Container Toolkit CLI version " + toolkit),
+                    0o755,
+                ),
+                "usr/bin/nvidia-container-runtime": (
+                    VERSION_TOOL.format(note=DOUBLE_NOTE, banner="NVIDIA Container Runtime version " + toolkit),
+                    0o755,
+                ),
+            },
+        },
+        {
+            "control": {
+                "Package": "nvidia-imex-580",
+                "Version": "580.126.09-1",
+                "Description": "NVIDIA IMEX daemon (%s)" % DOUBLE_NOTE,
+            },
+            "files": {
+                "usr/bin/nvidia-imex": (IMEX.format(note=DOUBLE_NOTE), 0o755),
+                "usr/lib/systemd/system/nvidia-imex.service": (IMEX_UNIT.format(note=DOUBLE_NOTE), 0o644),
+                "etc/nvidia-imex/config.cfg": (IMEX_CONFIG, 0o644),
+            },
+        },
+    ]
+
+
+def build_deb(pkg, pool):
+    control = dict(pkg["control"])
+    control = {k: v for k, v in control.items() if v}
+    control.setdefault("Architecture", "all")
+    control.setdefault("Maintainer", "kimi_k3.serving tests <tests@invalid>")
+    control.setdefault("Section", "misc")
+    control.setdefault("Priority", "optional")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        root.chmod(0o755)
+        for rel, (text, mode) in pkg["files"].items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            path.chmod(mode)
+        (root / "DEBIAN").mkdir()
+        (root / "DEBIAN" / "control").write_text("".join("%s: %s\n" % kv for kv in control.items()))
+        conffiles = sorted("/" + rel for rel in pkg["files"] if rel.startswith("etc/"))
+        if conffiles:
+            (root / "DEBIAN" / "conffiles").write_text("".join(f + "\n" for f in conffiles))
+        if pkg.get("postinst"):
+            (root / "DEBIAN" / "postinst").write_text(pkg["postinst"])
+            (root / "DEBIAN" / "postinst").chmod(0o755)
+        for path in root.rglob("*"):
+            os.utime(path, (0, 0))
+        name = "%s_%s_%s.deb" % (control["Package"], control["Version"], control["Architecture"])
+        subprocess.run(
+            ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(pool / name)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "SOURCE_DATE_EPOCH": "0"},
+        )
+    return control, pool / name
+
+
+def digest(path, algo):
+    return hashlib.new(algo, path.read_bytes()).hexdigest()
+
+
+def build(out):
+    out.mkdir(parents=True, exist_ok=True)
+    recipe = hashlib.sha256(
+        json.dumps([packages(), Path(__file__).read_text()], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    stamp = out / ".recipe"
+    if stamp.is_file() and stamp.read_text() == recipe and (out / "InRelease").is_file():
+        return
+    for child in out.iterdir():
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    pool = out / "pool"
+    pool.mkdir()
+    stanzas = []
+    for pkg in packages():
+        control, deb = build_deb(pkg, pool)
+        fields = dict(control)
+        fields.update(
+            {
+                "Filename": "./pool/" + deb.name,
+                "Size": str(deb.stat().st_size),
+                "MD5sum": digest(deb, "md5"),
+                "SHA256": digest(deb, "sha256"),
+            }
+        )
+        stanzas.append("".join("%s: %s\n" % kv for kv in fields.items()))
+    (out / "Packages").write_text("\n".join(stanzas))
+    with open(out / "Packages", "rb") as src, gzip.GzipFile(out / "Packages.gz", "wb", mtime=0) as dst:
+        dst.write(src.read())
+    index = ["Packages", "Packages.gz"]
+    release = ["Origin: kimi_k3.serving tests", "Label: test doubles", "Date: Thu, 01 Jan 1970 00:00:00 UTC", "SHA256:"]
+    release += [" %s %d %s" % (digest(out / n, "sha256"), (out / n).stat().st_size, n) for n in index]
+    (out / "Release").write_text("\n".join(release) + "\n")
+    sign(out)
+    stamp.write_text(recipe)
+
+
+def sign(out):
+    """A throwaway key signs InRelease; its public keyring is what the hosts' Signed-By names."""
+    with tempfile.TemporaryDirectory() as home:
+        gpg = ["gpg", "--batch", "--homedir", home, "--quiet"]
+        subprocess.run(
+            [
+                *gpg,
+                "--passphrase",
+                "",
+                "--quick-gen-key",
+                "kimi_k3.serving test repository",
+                "ed25519",
+                "sign",
+                "never",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run([*gpg, "--output", str(out / "keyring.gpg"), "--export"], check=True)
+        subprocess.run(
+            [
+                *gpg,
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+                "--clearsign",
+                "--output",
+                str(out / "InRelease"),
+                str(out / "Release"),
+            ],
+            check=True,
+        )
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    build(Path(argv[1]).resolve())
+    print(Path(argv[1]).resolve())
+
+
+if __name__ == "__main__":
+    main(sys.argv)
