@@ -14,6 +14,14 @@ out and signed like NVIDIA's (``deb [signed-by=KEYRING] URI /``). What they inst
   upgrade does not (the old module stays in use until the host reboots, as on a real node).
 * ``nvidia-container-toolkit``: ``nvidia-ctk`` and ``nvidia-container-runtime`` that print versions.
 * ``nvidia-imex-580``: an ``nvidia-imex`` daemon double (it sleeps) and its systemd unit.
+* ``k3-double-amd-instinct``: an ``amd-smi`` printing the recorded ``amd-smi version`` (ROCm 6.4.1) and
+  the recorded MI350X ``amd-smi static`` block once per GPU (8, renumbered); under SYSROOT the
+  recorded ``/sys/module/amdgpu/version``, one recorded ``/sys/class/infiniband`` device, and
+  ``/dev/kfd``, ``/dev/dri``, ``/dev/infiniband`` stand-ins.
+* ``k3-double-ascend-a3``: an ``npu-smi`` printing the recorded A3 ``npu-smi info`` (8 NPUs x 2 dies)
+  and an ``hccn_tool`` printing ``-ip -g`` in the recorded format, with an address per host and
+  device; under SYSROOT the recorded driver/firmware/CANN version files and every device and mount
+  source of the tutorial's ``docker run``.
 
 Usage: build_repo.py OUTDIR   (idempotent: an unchanged recipe leaves OUTDIR as it is)
 """
@@ -29,7 +37,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parent / "unit" / "fixtures" / "accelerator" / "nvidia"
+ALL_FIXTURES = HERE.parent / "unit" / "fixtures" / "accelerator"
+FIXTURES = ALL_FIXTURES / "nvidia"
 # Where the doubles keep their state on a test host; the scenario passes it as the facts' sys_root.
 SYSROOT = "/var/lib/k3-test-doubles/sysroot"
 PROC_TEMPLATE = FIXTURES / "proc-driver-nvidia-version_open_x86_64_565.57.01.txt"
@@ -135,6 +144,124 @@ def driver_package(branch, version, smi_fixture, conflicts):
     }
 
 
+AMD_SMI = """#!/bin/sh
+# {note}
+d=/usr/share/k3-test-doubles/amd
+case "$1" in
+  version) exec cat $d/amd-smi-version.txt ;;
+  static)
+    for i in 0 1 2 3 4 5 6 7; do sed "s/^GPU: 0$/GPU: $i/" $d/amd-smi-static.txt; done ;;
+  *) echo "amd-smi double: unsupported arguments: $*" >&2; exit 2 ;;
+esac
+"""
+
+NPU_SMI = """#!/bin/sh
+# {note}
+[ "$1" = info ] && [ $# -eq 1 ] && exec cat /usr/share/k3-test-doubles/ascend/npu-smi-info.txt
+echo "npu-smi double: unsupported arguments: $*" >&2
+exit 2
+"""
+
+# Recorded format (hccn_tool -i 3 -ip -g of a 910B1 node); the address is made per host and device.
+HCCN_TOOL = """#!/bin/sh
+# {note}
+# Prints "-ip -g" in the recorded format with address 29.1.<host>.<10+device>; <host> is the last
+# octet of this host's address, or the number in /etc/k3-test-doubles/hccn-host when present.
+[ "$1" = -i ] && [ "$3" = -ip ] && [ "$4" = -g ] || {{ echo "hccn_tool double: unsupported: $*" >&2; exit 2; }}
+h=$(cat /etc/k3-test-doubles/hccn-host 2>/dev/null || hostname -I | awk '{{split($1, a, "."); print a[4]}}')
+printf 'ipaddr:29.1.%s.%s\nnetmask:255.255.0.0\n' "$h" $((10 + $2))
+"""
+
+
+def tree(src, dst):
+    """Every file under the recorded folder ``src``, at ``dst`` in the package."""
+    return {
+        "%s/%s" % (dst, path.relative_to(src).as_posix()): (path.read_text(encoding="utf-8"), 0o644)
+        for path in sorted(src.rglob("*"))
+        if path.is_file()
+    }
+
+
+def amd_package():
+    amd = ALL_FIXTURES / "amd"
+    sysroot = SYSROOT.lstrip("/")
+    files = {
+        "opt/rocm/bin/amd-smi": (AMD_SMI.format(note=DOUBLE_NOTE), 0o755),
+        "usr/share/k3-test-doubles/amd/amd-smi-version.txt": (
+            (amd / "amd-smi-version_mi300x_rocm6.4.1.txt").read_text("utf-8"),
+            0o644,
+        ),
+        "usr/share/k3-test-doubles/amd/amd-smi-static.txt": (
+            (amd / "amd-smi-static_mi350x_gpu0_partial.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/sys/module/amdgpu/version": (
+            (amd / "sys-module-amdgpu-version_mi300x-vf_6.12.12.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/dev/kfd": ("", 0o666),
+        sysroot + "/dev/dri/renderD128": ("", 0o666),
+        sysroot + "/dev/infiniband/uverbs0": ("", 0o666),
+    }
+    files.update(
+        tree(ALL_FIXTURES / "rdma" / "sys-class-infiniband-h100" / "mlx5_0", sysroot + "/sys/class/infiniband/mlx5_0")
+    )
+    return {
+        "control": {
+            "Package": "k3-double-amd-instinct",
+            "Version": "6.4.1-1",
+            "Description": "AMD Instinct MI350X x8 node with ROCm 6.4.1 (%s)" % DOUBLE_NOTE,
+        },
+        "files": files,
+    }
+
+
+def ascend_package():
+    asc = ALL_FIXTURES / "ascend"
+    sysroot = SYSROOT.lstrip("/")
+    hccn = HCCN_TOOL.format(note=DOUBLE_NOTE)
+    npu_smi = NPU_SMI.format(note=DOUBLE_NOTE)
+    files = {
+        "usr/local/bin/npu-smi": (npu_smi, 0o755),
+        "usr/local/Ascend/driver/tools/hccn_tool": (hccn, 0o755),
+        "usr/share/k3-test-doubles/ascend/npu-smi-info.txt": (
+            (asc / "npu-smi-info_a3_8x2die_25.2.1.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/usr/local/Ascend/driver/version.info": (
+            (asc / "driver-version.info_atlas800I-A2_25.0.rc1.1.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/usr/local/Ascend/firmware/version.info": (
+            (asc / "firmware-version.info_atlas800I-A2_7.7.0.1.231.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/etc/ascend_install.info": (
+            (asc / "etc-ascend_install.info_atlas800-910A.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info": (
+            (asc / "ascend_toolkit_install.info_a3_cann8.3.RC2.txt").read_text("utf-8"),
+            0o644,
+        ),
+        sysroot + "/usr/local/Ascend/driver/tools/hccn_tool": (hccn, 0o755),
+        sysroot + "/usr/local/bin/npu-smi": (npu_smi, 0o755),
+        sysroot + "/usr/local/dcmi/.k3-test-double": ("", 0o644),
+        sysroot + "/usr/local/Ascend/driver/lib64/.k3-test-double": ("", 0o644),
+        sysroot + "/root/.cache/.k3-test-double": ("", 0o644),
+    }
+    for dev in ["davinci%d" % i for i in range(16)] + ["davinci_manager", "devmm_svm", "hisi_hdc"]:
+        files[sysroot + "/dev/" + dev] = ("", 0o666)
+    return {
+        "control": {
+            "Package": "k3-double-ascend-a3",
+            "Version": "25.2.1-1",
+            "Description": "Atlas 800 A3 node, 8 NPUs x 2 dies (%s)" % DOUBLE_NOTE,
+        },
+        "files": files,
+    }
+
+
 def packages():
     toolkit = "1.18.0"
     return [
@@ -169,6 +296,8 @@ def packages():
                 "etc/nvidia-imex/config.cfg": (IMEX_CONFIG, 0o644),
             },
         },
+        amd_package(),
+        ascend_package(),
     ]
 
 

@@ -1,0 +1,14 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Filter over module_utils/rocm.py."""
+
+from __future__ import annotations
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.rocm import rocm_prerequisites
+
+
+class FilterModule:
+    """kimi_k3.serving AMD host filters."""
+
+    def filters(self):
+        return {"rocm_prerequisites": rocm_prerequisites}

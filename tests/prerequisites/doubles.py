@@ -1,0 +1,109 @@
+"""Test hosts for the prerequisites roles: tools/sandbox.sh hosts with packaged TEST DOUBLES.
+
+Each test module names its hosts file, its inventory folder and which double packages each host
+starts with; the repository of doubles (build_repo.py) is mounted read-only into every host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+from conftest import ROOT, VENV_BIN, ansible_env
+
+HERE = ROOT / "tests" / "prerequisites"
+REPO = ROOT / ".cache" / "test-repo"
+
+
+def run(*cmd, check=True, env=None, timeout=1800):
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=ROOT,
+        env={**ansible_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and proc.returncode:
+        raise AssertionError(
+            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
+        )
+    return proc
+
+
+def recap(output):
+    """PLAY RECAP counters per host."""
+    return {
+        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
+    }
+
+
+class TestHosts:
+    """A set of test hosts with an inventory folder of their own."""
+
+    __test__ = False
+
+    def __init__(self, hosts_file, inventory, packages):
+        self.inventory = HERE / inventory
+        self.packages = packages
+        self.env = {
+            "K3SB_HOSTS_FILE": str(HERE / hosts_file),
+            "K3SB_EXTRA_BINDS": str(REPO),
+            "K3SB_INVENTORY": str(self.inventory / "hosts.yml"),
+        }
+
+    def up(self):
+        run(VENV_BIN / "python", HERE / "build_repo.py", REPO)
+        run("tools/sandbox.sh", "down", env=self.env)
+        run("tools/sandbox.sh", "up", env=self.env)
+        # The hosts have no route out: Debian's own mirror would make every apt-get update fail.
+        # Only the local repository of doubles is reachable, as the roles configure it.
+        self.adhoc("all", "ansible.builtin.shell", "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
+        for host, glob in self.packages.items():
+            [deb] = REPO.glob("pool/%s_*.deb" % glob)
+            self.adhoc(host, "ansible.builtin.apt", "deb=%s" % deb)
+
+    def down(self):
+        run("tools/sandbox.sh", "down", env=self.env, check=False)
+
+    def session(self):
+        """Up for a test module, then removed (a module-scoped fixture yields from this)."""
+        self.up()
+        try:
+            yield self
+        finally:
+            self.down()
+
+    def adhoc(self, pattern, module, args, check=True):
+        return run(VENV_BIN / "ansible", pattern, "-i", self.inventory, "-m", module, "-a", args, check=check)
+
+    def site(self, *args, check=True):
+        """site.yml's prerequisites stage (the plan runs first, as always)."""
+        return run(
+            VENV_BIN / "ansible-playbook",
+            "site.yml",
+            "-i",
+            self.inventory,
+            "--tags",
+            "prerequisites",
+            *args,
+            check=check,
+        )
+
+    def shell(self, host, command):
+        """stdout of a shell command on a test host (ad-hoc, JSON callback)."""
+        out = run(
+            VENV_BIN / "ansible",
+            host,
+            "-i",
+            self.inventory,
+            "-m",
+            "ansible.builtin.shell",
+            "-a",
+            command,
+            env={"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"},
+        )
+        return json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"][host]["stdout"]
