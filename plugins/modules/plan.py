@@ -75,8 +75,8 @@ plan:
       description: Where clients send requests (the router, the proxy or node 0).
       type: dict
     hosts:
-      description: Per inventory host, its services, each with name, kind, role, argv, env, image, ports, after,
-        ranks, health and container.
+      description: Per inventory host, its address (ip, the one other nodes use) and its services, each with name,
+        kind, role, argv, env, image, ports, after, ranks, health and container.
       type: dict
 summary:
   description: A readable table of host, service, kind, role, ranks, ports and start order.

@@ -373,6 +373,7 @@ def build(out):
     release += [" %s %d %s" % (digest(out / n, "sha256"), (out / n).stat().st_size, n) for n in index]
     (out / "Release").write_text("\n".join(release) + "\n")
     sign(out)
+    images(out)
     stamp.write_text(recipe)
 
 
@@ -409,6 +410,52 @@ def sign(out):
             ],
             check=True,
         )
+
+
+def image_archive(path, tag, build):
+    """A ``docker save`` archive of a TEST DOUBLE image: one tiny layer; ``build`` changes its configuration
+    (so its image ID), as two different builds pushed under the same tag would."""
+    import io
+    import tarfile
+
+    def add(tar, name, data):
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode = len(data), 0, 0o644
+        tar.addfile(info, io.BytesIO(data))
+
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        add(tar, "k3-test-double.txt", ("%s (%s)\n" % (DOUBLE_NOTE, tag)).encode())
+    layer_bytes = layer.getvalue()
+    layer_id = hashlib.sha256(layer_bytes).hexdigest()
+    config = json.dumps(
+        {
+            "architecture": "amd64",
+            "os": "linux",
+            "config": {"Labels": {"org.kimi-k3.test-double": build}},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:" + layer_id]},
+            "history": [{"created": "1970-01-01T00:00:00Z", "created_by": DOUBLE_NOTE}],
+        },
+        sort_keys=True,
+    ).encode()
+    config_id = hashlib.sha256(config).hexdigest()
+    manifest = json.dumps([{"Config": config_id + ".json", "RepoTags": [tag], "Layers": [layer_id + "/layer.tar"]}])
+    with tarfile.open(path, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        add(tar, config_id + ".json", config)
+        add(tar, layer_id + "/layer.tar", layer_bytes)
+        add(tar, layer_id + "/VERSION", b"1.0")
+        add(tar, "manifest.json", manifest.encode())
+    return "sha256:" + config_id
+
+
+def images(out):
+    """The planned NVIDIA engine image as two different builds (images/engine-a.tar, engine-b.tar)."""
+    folder = out / "images"
+    folder.mkdir(exist_ok=True)
+    return {
+        name: image_archive(folder / (name + ".tar"), "vllm/vllm-openai:kimi-k3", name)
+        for name in ("engine-a", "engine-b")
+    }
 
 
 def main(argv):
