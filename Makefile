@@ -13,6 +13,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.k3-ready
 INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
+# Debian packages the prerequisites tests install on the test hosts "from the distribution".
+TEST_DEBS := .cache/debian-debs
+TEST_DEB_PACKAGES := docker.io python3-requests
 PLAN_DIR ?= plan
 PYTEST_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -79,6 +82,7 @@ test: venv venv-vllm lint
 	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
+	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/molecule test -s cluster

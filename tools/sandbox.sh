@@ -7,6 +7,7 @@
 #                                   answers ssh with systemd running, write inventories/sandbox/hosts.yml
 #   tools/sandbox.sh down [--purge] remove all of it (--purge: the cached base rootfs too)
 #   tools/sandbox.sh status         each host and whether it is up
+#   tools/sandbox.sh base           build the cached base rootfs if needed and print its path
 #
 # Every host sees, read-only and at the same absolute paths: $REPO/.venv/vllm, $REPO/.venv/services,
 # the pyenv Pythons they link to and the model folder $REPO/.cache/sandbox/models; read-write:
@@ -34,8 +35,9 @@ BASE_STAMP=$CACHE_DIR/bookworm-minbase.ready
 BASE_PACKAGES=openssh-server,python3,python3-apt,iproute2,procps,ca-certificates,sudo,curl,systemd,systemd-sysv,dbus
 # Runtime libraries that the bind-mounted vLLM CPU build links against (vllm._C needs libnuma).
 BASE_PACKAGES+=,libnuma1,libgomp1
-# ansible.builtin.deb822_repository (the prerequisites roles' package repositories) needs it.
-BASE_PACKAGES+=,python3-debian
+# ansible.builtin.deb822_repository (the prerequisites roles' package repositories) needs it;
+# ansible.posix.synchronize (model_weights staging) runs rsync on the node.
+BASE_PACKAGES+=,python3-debian,rsync
 # The stamp's first line: a base built from another recipe is rebuilt.
 BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
 STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
@@ -587,7 +589,7 @@ main() {
   shift || true
   read_hosts
   case $cmd in
-    up | down)
+    up | down | base)
       # One run at a time; nspawn is started without this descriptor so it does not keep the lock.
       exec 9<"${BASH_SOURCE[0]}"
       flock -w 300 9 || die "another tools/sandbox.sh is still running"
@@ -595,7 +597,12 @@ main() {
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status ;;
-    *) die "usage: $0 up | down [--purge] | status" ;;
+    base)
+      ensure_tools
+      build_base
+      echo "$BASE"
+      ;;
+    *) die "usage: $0 up | down [--purge] | status | base" ;;
   esac
 }
 

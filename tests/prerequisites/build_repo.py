@@ -24,6 +24,7 @@ out and signed like NVIDIA's (``deb [signed-by=KEYRING] URI /``). What they inst
   source of the tutorial's ``docker run``.
 
 Usage: build_repo.py OUTDIR   (idempotent: an unchanged recipe leaves OUTDIR as it is)
+       build_repo.py --index DIR (index and sign the .debs in DIR/pool: tools/fetch_debs.sh)
 """
 
 import gzip
@@ -42,7 +43,9 @@ FIXTURES = ALL_FIXTURES / "nvidia"
 # Where the doubles keep their state on a test host; the scenario passes it as the facts' sys_root.
 SYSROOT = "/var/lib/k3-test-doubles/sysroot"
 PROC_TEMPLATE = FIXTURES / "proc-driver-nvidia-version_open_x86_64_565.57.01.txt"
-DOUBLE_NOTE = "TEST DOUBLE built by kimi_k3.serving's tests (tests/prerequisites/build_repo.py); not NVIDIA's software."
+DOUBLE_NOTE = (
+    "TEST DOUBLE built by kimi_k3.serving's tests (tests/prerequisites/build_repo.py); not the vendor's software."
+)
 
 NVIDIA_SMI = """#!/bin/sh
 # {note}
@@ -352,29 +355,36 @@ def build(out):
         shutil.rmtree(child) if child.is_dir() else child.unlink()
     pool = out / "pool"
     pool.mkdir()
-    stanzas = []
     for pkg in packages():
-        control, deb = build_deb(pkg, pool)
-        fields = dict(control)
-        fields.update(
-            {
-                "Filename": "./pool/" + deb.name,
-                "Size": str(deb.stat().st_size),
-                "MD5sum": digest(deb, "md5"),
-                "SHA256": digest(deb, "sha256"),
-            }
+        build_deb(pkg, pool)
+    write_index(out, "test doubles")
+    images(out)
+    stamp.write_text(recipe)
+
+
+def control_of(deb):
+    """The control fields of a .deb, in order."""
+    text = subprocess.run(["dpkg-deb", "--field", str(deb)], check=True, capture_output=True, text=True).stdout
+    return text.rstrip("\n") + "\n"
+
+
+def write_index(out, label):
+    """Packages, Release and a signed InRelease for the .debs in OUT/pool (a flat repository)."""
+    stanzas = []
+    for deb in sorted((out / "pool").glob("*.deb")):
+        stanzas.append(
+            control_of(deb)
+            + "Filename: ./pool/%s\nSize: %d\nMD5sum: %s\nSHA256: %s\n"
+            % (deb.name, deb.stat().st_size, digest(deb, "md5"), digest(deb, "sha256"))
         )
-        stanzas.append("".join("%s: %s\n" % kv for kv in fields.items()))
     (out / "Packages").write_text("\n".join(stanzas))
     with open(out / "Packages", "rb") as src, gzip.GzipFile(out / "Packages.gz", "wb", mtime=0) as dst:
         dst.write(src.read())
     index = ["Packages", "Packages.gz"]
-    release = ["Origin: kimi_k3.serving tests", "Label: test doubles", "Date: Thu, 01 Jan 1970 00:00:00 UTC", "SHA256:"]
+    release = ["Origin: kimi_k3.serving tests", "Label: " + label, "Date: Thu, 01 Jan 1970 00:00:00 UTC", "SHA256:"]
     release += [" %s %d %s" % (digest(out / n, "sha256"), (out / n).stat().st_size, n) for n in index]
     (out / "Release").write_text("\n".join(release) + "\n")
     sign(out)
-    images(out)
-    stamp.write_text(recipe)
 
 
 def sign(out):
@@ -459,6 +469,9 @@ def images(out):
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--index":
+        write_index(Path(argv[2]).resolve(), "Debian packages for the test hosts")
+        return
     if len(argv) != 2:
         sys.exit(__doc__.strip().splitlines()[-1])
     build(Path(argv[1]).resolve())

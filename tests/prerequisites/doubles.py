@@ -7,13 +7,8 @@ starts with; the repository of doubles (build_repo.py) is mounted read-only into
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
-import time
-from pathlib import Path
 
 from conftest import ROOT, VENV_BIN, ansible_env
 
@@ -21,57 +16,8 @@ HERE = ROOT / "tests" / "prerequisites"
 REPO = ROOT / ".cache" / "test-repo"
 
 
-BRIDGE_IP = "10.77.0.1"
-PROXY_PORT = 3142
-PROXY_PID = Path("/run/k3-sandbox-tests/apt-cacher-ng.pid")
-
-
-def debian_mirror():
-    """The Debian mirror this machine's apt uses (the proxy's only backend)."""
-    for source in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")) + [Path("/etc/apt/sources.list")]:
-        if source.is_file():
-            match = re.search(r"(?:URIs:|deb)\s+(http://\S+?/debian)/?\s", source.read_text())
-            if match:
-                return match.group(1) + "/"
-    return "http://deb.debian.org/debian/"
-
-
-def start_apt_proxy():
-    """apt-cacher-ng on the bridge address, forwarding only to Debian's mirror: the test hosts have no
-    route out, so the distribution's packages (e.g. docker.io) reach them through it, as through a site's
-    mirror. Cached under /var/cache/apt-cacher-ng for later runs."""
-    if not Path("/usr/sbin/apt-cacher-ng").exists():
-        env = {"DEBIAN_FRONTEND": "noninteractive"}
-        run("apt-get", "update", "-q", env=env)
-        run("apt-get", "install", "-y", "-q", "--no-install-recommends", "apt-cacher-ng", env=env)
-    Path("/etc/apt-cacher-ng/backends_debian").write_text(debian_mirror() + "\n")
-    stop_apt_proxy()
-    PROXY_PID.parent.mkdir(parents=True, exist_ok=True)
-    run(
-        "/usr/sbin/apt-cacher-ng",
-        "-c",
-        "/etc/apt-cacher-ng",
-        "BindAddress=%s" % BRIDGE_IP,
-        "Port=%d" % PROXY_PORT,
-        "PidFile=%s" % PROXY_PID,
-        "ForeGround=0",
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((BRIDGE_IP, PROXY_PORT), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("apt-cacher-ng does not answer on %s:%d" % (BRIDGE_IP, PROXY_PORT))
-
-
-def stop_apt_proxy():
-    try:
-        os.kill(int(PROXY_PID.read_text().strip()), signal.SIGTERM)
-    except (OSError, ValueError):
-        pass
-    PROXY_PID.unlink(missing_ok=True)
+# Debian packages the hosts install from "the distribution" (tools/fetch_debs.sh, an install step).
+DEBIAN_DEBS = ROOT / ".cache" / "debian-debs"
 
 
 def run(*cmd, check=True, env=None, timeout=1800):
@@ -104,13 +50,13 @@ class TestHosts:
 
     __test__ = False
 
-    def __init__(self, hosts_file, inventory, packages, apt_proxy=False):
+    def __init__(self, hosts_file, inventory, packages, debian=False):
         self.inventory = HERE / inventory
         self.packages = packages
-        self.apt_proxy = apt_proxy
+        self.debian = debian
         self.env = {
             "K3SB_HOSTS_FILE": str(HERE / hosts_file),
-            "K3SB_EXTRA_BINDS": str(REPO),
+            "K3SB_EXTRA_BINDS": " ".join(str(p) for p in ([REPO, DEBIAN_DEBS] if debian else [REPO])),
             "K3SB_INVENTORY": str(self.inventory / "hosts.yml"),
         }
 
@@ -118,25 +64,24 @@ class TestHosts:
         run(VENV_BIN / "python", HERE / "build_repo.py", REPO)
         run("tools/sandbox.sh", "down", env=self.env)
         run("tools/sandbox.sh", "up", env=self.env)
-        if self.apt_proxy:
-            start_apt_proxy()
+        # The hosts have no route out: Debian's own mirror would make every apt-get update fail.
+        # Only the local repositories are reachable: the doubles, as the roles configure them, and
+        # (debian=True) the Debian packages fetched at install time, as the hosts' distribution.
+        self.adhoc("all", "ansible.builtin.shell", "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
+        if self.debian:
+            if not (DEBIAN_DEBS / "InRelease").is_file():
+                raise AssertionError("%s is missing: run tools/fetch_debs.sh (make test does)" % DEBIAN_DEBS)
             self.adhoc(
                 "all",
                 "ansible.builtin.copy",
-                "dest=/etc/apt/apt.conf.d/01k3-test-proxy content='Acquire::http::Proxy \"http://%s:%d\";\n'"
-                % (BRIDGE_IP, PROXY_PORT),
+                "dest=/etc/apt/sources.list content='deb [signed-by=%s/keyring.gpg] file:%s ./\n'"
+                % (DEBIAN_DEBS, DEBIAN_DEBS),
             )
-        else:
-            # The hosts have no route out: Debian's own mirror would make every apt-get update fail.
-            # Only the local repository of doubles is reachable, as the roles configure it.
-            self.adhoc("all", "ansible.builtin.shell", "rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
         for host, glob in self.packages.items():
             [deb] = REPO.glob("pool/%s_*.deb" % glob)
             self.adhoc(host, "ansible.builtin.apt", "deb=%s" % deb)
 
     def down(self):
-        if self.apt_proxy:
-            stop_apt_proxy()
         run("tools/sandbox.sh", "down", env=self.env, check=False)
 
     def session(self):

@@ -1,7 +1,8 @@
 """The container_runtime role in site.yml's prerequisites stage, on real test hosts over SSH.
 
-Real: the hosts, apt installing Debian's docker.io (through the test apt proxy, the hosts' only way
-to the distribution's mirror), the Docker engine under systemd, community.docker loading and
+Real: the hosts, apt installing Debian's docker.io (from the local copy of Debian's packages that
+tools/fetch_debs.sh makes at install time: the hosts' distribution, as on an air-gapped site), the
+Docker engine under systemd, community.docker loading and
 inspecting images. TEST DOUBLES: the NVIDIA packages the nvidia role meets on these GB200-class
 hosts (r580 installed), and the engine image, a tiny docker-save archive under the planned tag
 vllm/vllm-openai:kimi-k3, in two builds (tests/prerequisites/build_repo.py).
@@ -19,7 +20,7 @@ HOSTS = TestHosts(
     "hosts-docker.txt",
     "inventory-docker",
     {"k3-dk-0": "nvidia-driver-580-open", "k3-dk-1": "nvidia-driver-580-open"},
-    apt_proxy=True,
+    debian=True,
 )
 NAMES = ("k3-dk-0", "k3-dk-1")
 IMAGE = "vllm/vllm-openai:kimi-k3"
