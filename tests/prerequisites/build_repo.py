@@ -176,6 +176,11 @@ printf 'ipaddr:29.1.%s.%s\nnetmask:255.255.0.0\n' "$h" $((10 + $2))
 """
 
 
+def recorded(name):
+    """A recorded real output (tests/unit/fixtures/accelerator/NAME) as a package file."""
+    return ((ALL_FIXTURES / name).read_text("utf-8"), 0o644)
+
+
 def tree(src, dst):
     """Every file under the recorded folder ``src``, at ``dst`` in the package."""
     return {
@@ -186,22 +191,12 @@ def tree(src, dst):
 
 
 def amd_package():
-    amd = ALL_FIXTURES / "amd"
     sysroot = SYSROOT.lstrip("/")
     files = {
         "opt/rocm/bin/amd-smi": (AMD_SMI.format(note=DOUBLE_NOTE), 0o755),
-        "usr/share/k3-test-doubles/amd/amd-smi-version.txt": (
-            (amd / "amd-smi-version_mi300x_rocm6.4.1.txt").read_text("utf-8"),
-            0o644,
-        ),
-        "usr/share/k3-test-doubles/amd/amd-smi-static.txt": (
-            (amd / "amd-smi-static_mi350x_gpu0_partial.txt").read_text("utf-8"),
-            0o644,
-        ),
-        sysroot + "/sys/module/amdgpu/version": (
-            (amd / "sys-module-amdgpu-version_mi300x-vf_6.12.12.txt").read_text("utf-8"),
-            0o644,
-        ),
+        "usr/share/k3-test-doubles/amd/amd-smi-version.txt": recorded("amd/amd-smi-version_mi300x_rocm6.4.1.txt"),
+        "usr/share/k3-test-doubles/amd/amd-smi-static.txt": recorded("amd/amd-smi-static_mi350x_gpu0_partial.txt"),
+        sysroot + "/sys/module/amdgpu/version": recorded("amd/sys-module-amdgpu-version_mi300x-vf_6.12.12.txt"),
         sysroot + "/dev/kfd": ("", 0o666),
         sysroot + "/dev/dri/renderD128": ("", 0o666),
         sysroot + "/dev/infiniband/uverbs0": ("", 0o666),
@@ -220,32 +215,22 @@ def amd_package():
 
 
 def ascend_package():
-    asc = ALL_FIXTURES / "ascend"
     sysroot = SYSROOT.lstrip("/")
     hccn = HCCN_TOOL.format(note=DOUBLE_NOTE)
     npu_smi = NPU_SMI.format(note=DOUBLE_NOTE)
     files = {
         "usr/local/bin/npu-smi": (npu_smi, 0o755),
         "usr/local/Ascend/driver/tools/hccn_tool": (hccn, 0o755),
-        "usr/share/k3-test-doubles/ascend/npu-smi-info.txt": (
-            (asc / "npu-smi-info_a3_8x2die_25.2.1.txt").read_text("utf-8"),
-            0o644,
+        "usr/share/k3-test-doubles/ascend/npu-smi-info.txt": recorded("ascend/npu-smi-info_a3_8x2die_25.2.1.txt"),
+        sysroot + "/usr/local/Ascend/driver/version.info": recorded(
+            "ascend/driver-version.info_atlas800I-A2_25.0.rc1.1.txt"
         ),
-        sysroot + "/usr/local/Ascend/driver/version.info": (
-            (asc / "driver-version.info_atlas800I-A2_25.0.rc1.1.txt").read_text("utf-8"),
-            0o644,
+        sysroot + "/usr/local/Ascend/firmware/version.info": recorded(
+            "ascend/firmware-version.info_atlas800I-A2_7.7.0.1.231.txt"
         ),
-        sysroot + "/usr/local/Ascend/firmware/version.info": (
-            (asc / "firmware-version.info_atlas800I-A2_7.7.0.1.231.txt").read_text("utf-8"),
-            0o644,
-        ),
-        sysroot + "/etc/ascend_install.info": (
-            (asc / "etc-ascend_install.info_atlas800-910A.txt").read_text("utf-8"),
-            0o644,
-        ),
-        sysroot + "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info": (
-            (asc / "ascend_toolkit_install.info_a3_cann8.3.RC2.txt").read_text("utf-8"),
-            0o644,
+        sysroot + "/etc/ascend_install.info": recorded("ascend/etc-ascend_install.info_atlas800-910A.txt"),
+        sysroot + "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info": recorded(
+            "ascend/ascend_toolkit_install.info_a3_cann8.3.RC2.txt"
         ),
         sysroot + "/usr/local/Ascend/driver/tools/hccn_tool": (hccn, 0o755),
         sysroot + "/usr/local/bin/npu-smi": (npu_smi, 0o755),
