@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.nvidia import driver_branch, nvidia_prerequisites
+from ansible_collections.kimi_k3.serving.plugins.module_utils.nvidia import nvidia_prerequisites
 
 
 class FilterModule:
     """kimi_k3.serving NVIDIA host filters."""
 
     def filters(self):
-        return {"nvidia_prerequisites": nvidia_prerequisites, "nvidia_driver_branch": driver_branch}
+        return {"nvidia_prerequisites": nvidia_prerequisites}

@@ -31,6 +31,10 @@ def kernel_tuple(release):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def _truthy(value):
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
 def _mentions(models, names):
     return any(name in str(model).upper() for model in models for name in names)
 
@@ -45,13 +49,16 @@ def nvidia_prerequisites(
     proc_version=None,
     upgrade=False,
     min_branch=MIN_BRANCH,
+    imex="auto",
+    fabricmanager="auto",
 ):
     """Decide what the ``nvidia`` role checks and does on one host.
 
     ``facts``: ``k3_accelerator`` from accelerator_facts; ``services``: this host's planned services;
     ``parameters``: the plan's parameters; ``node_count``: NVIDIA nodes in the deployment; ``kernel``:
     the running kernel release; ``proc_version``: the text of /proc/driver/nvidia/version (or None);
-    ``upgrade``: the operator allows installing the r580 branch (``k3_nvidia_driver_upgrade``).
+    ``upgrade``: the operator allows installing the r580 branch (``k3_nvidia_driver_upgrade``);
+    ``imex``, ``fabricmanager``: ``auto`` decides from the devices and the plan, a boolean forces it.
 
     Returns ``problems`` (refusals, each naming the host, what is wrong and the fix; empty when the
     host may proceed) and what to do: ``driver_upgrade``, ``container_toolkit``, ``imex``,
@@ -102,6 +109,8 @@ def nvidia_prerequisites(
             )
 
     multi_node_nvlink = parameters.get("fabric") == "nvlink" and node_count > 1
+    auto_imex = multi_node_nvlink and _mentions(models, MNNVL_MODELS)
+    auto_fabricmanager = _mentions(models, NVSWITCH_MODELS) and not _mentions(models, MNNVL_MODELS) and len(models) >= 8
     return {
         "problems": problems,
         "loaded_version": loaded,
@@ -109,9 +118,7 @@ def nvidia_prerequisites(
         "driver_ok": driver_ok,
         "driver_upgrade": driver_upgrade,
         "container_toolkit": bool(images),
-        "imex": multi_node_nvlink and _mentions(models, MNNVL_MODELS),
-        "fabricmanager": _mentions(models, NVSWITCH_MODELS)
-        and not _mentions(models, MNNVL_MODELS)
-        and len(models) >= 8,
+        "imex": auto_imex if str(imex).lower() == "auto" else _truthy(imex),
+        "fabricmanager": auto_fabricmanager if str(fabricmanager).lower() == "auto" else _truthy(fabricmanager),
         "peermem": dmabuf_off,
     }

@@ -112,3 +112,12 @@ def test_mlx5_without_dmabuf_support_is_refused_unless_dmabuf_is_off():
     assert nvidia_prerequisites(facts, off, kernel="5.4.0", proc_version=proprietary)["problems"] == []
     ok = nvidia_prerequisites(facts, DOCKER, kernel="6.8.0-60-generic", proc_version=OPEN_565)
     assert ok["problems"] == []
+
+
+def test_imex_and_fabric_manager_can_be_forced_either_way():
+    gb200 = facts_from("nvidia-smi_gb200_4gpu_580.126.09.txt")
+    nvlink = {"fabric": "nvlink"}
+    forced = nvidia_prerequisites(gb200, DOCKER, nvlink, node_count=2, imex=False, fabricmanager="true")
+    assert (forced["imex"], forced["fabricmanager"]) == (False, True)
+    auto = nvidia_prerequisites(gb200, DOCKER, nvlink, node_count=2, imex="auto", fabricmanager="auto")
+    assert (auto["imex"], auto["fabricmanager"]) == (True, False)
