@@ -87,7 +87,7 @@ def test_setting_the_profile_does_not_have():
 
 def test_typo_in_variable():
     inv = set_vars(example("mi355x-pd-1p1d-c48"), ["mi355x-p1"], k3_concurency=64)
-    only(inv, "mi355x-p1", "k3_concurency", "has no setting", "k3_concurrency")
+    only(inv, "mi355x-p1", "k3_concurency", "no such variable", "did you mean k3_concurrency?", "rename it to")
 
 
 def test_tp_must_divide_attention_heads():

@@ -1,0 +1,156 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Checks on a laid-out and a rendered deployment: devices, formulas, ports, rules, P/D match."""
+
+from __future__ import annotations
+
+from . import formulas
+from .formulas import PlanValueError
+from .profiles import argv_flags
+
+
+class ChecksMixin:
+    """Rules the planner applies once the layout and the services are known."""
+
+    def check_topology(self, params, layouts):
+        for sname, spec in self.services_spec.items():
+            if spec.get("kind", "vllm") != "vllm":
+                continue
+            for inst in layouts.get(sname, []):
+                ctx = inst["vars"]
+                host = inst["host"]
+                tp = ctx.get("tensor_parallel_size", 1)
+                pp = ctx.get("pipeline_parallel_size", 1) or 1
+                per_node = ctx.get("devices_per_node")
+                devices = self.hv(host, "k3_devices_per_node", per_node)
+                local_dp = ctx.get("dp_size_local", 1) if spec.get("parallelism") in ("dp", "dp_external") else 1
+                nnodes = ctx.get("nnodes", 1) if spec.get("parallelism") == "multinode" else 1
+                need = int(tp) * int(pp) * int(local_dp) // int(nnodes)
+                if devices is not None and need > int(devices):
+                    self.problem(
+                        host,
+                        "k3_devices_per_node",
+                        "%s needs %d devices per node (TP %s x PP %s x local DP %s over %s node(s)) and the host has %s"
+                        % (inst["name"], need, tp, pp, local_dp, nnodes, devices),
+                        "use hosts with %d devices, or lower k3_tensor_parallel_size" % need,
+                    )
+                dcp = ctx.get("dcp_size", 1) or 1
+                self.guarded(
+                    host,
+                    "k3_dcp_size",
+                    "set k3_dcp_size to a divisor of k3_tensor_parallel_size",
+                    formulas.decode_context_parallel,
+                    tp,
+                    dcp,
+                    self.profile.get("dcp_platform", "none"),
+                )
+                if ctx.get("attention_heads"):
+                    self.guarded(
+                        host,
+                        "k3_tensor_parallel_size",
+                        "pick a tensor-parallel size that divides k3_attention_heads",
+                        formulas.check_divides_heads,
+                        tp,
+                        ctx["attention_heads"],
+                    )
+                offload, memory = ctx.get("cpu_offload_bytes"), self.host_memory(host)
+                if offload and memory:
+                    self.guarded(
+                        host,
+                        "k3_cpu_offload_bytes",
+                        "lower k3_cpu_offload_bytes, or set it to 0 to turn offload off",
+                        formulas.check_cpu_offload,
+                        offload,
+                        memory,
+                    )
+
+    def guarded(self, host, variable, fix, func, *args):
+        """Run a formula; a value it refuses becomes a problem naming the host and the variable."""
+        try:
+            return func(*args)
+        except PlanValueError as exc:
+            self.problem(host, variable, str(exc), fix)
+            return None
+
+    def host_memory(self, host):
+        explicit = self.hv(host, "k3_host_memory_bytes")
+        if explicit:
+            return int(explicit)
+        mb = self.hv(host, "ansible_memtotal_mb")
+        return int(mb) * 1024 * 1024 if mb else None
+
+    def check_rules(self, params, rendered):
+        entries = []
+        for host, svc in rendered:
+            for port in svc["ports"]:
+                entries.append((host, svc["name"], port["name"], port["port"], port["count"]))
+        for host, port, users in formulas.port_collisions(entries):
+            self.problem(
+                host,
+                "k3_*_port",
+                "port %d is used by %s" % (port, " and ".join(users)),
+                "give one of them another port (the profile's *_port parameters) or move it to another host",
+            )
+        for host, svc in rendered:
+            env = svc["env"]
+            if env.get("AITER_SITUV2_A8W4") == "1" and env.get("VLLM_ROCM_USE_AITER_MOE_SITUV2") != "1":
+                self.problem(
+                    host,
+                    "k3_env.AITER_SITUV2_A8W4",
+                    "%s sets AITER_SITUV2_A8W4=1 without VLLM_ROCM_USE_AITER_MOE_SITUV2=1: vLLM does not derive "
+                    "its MoE weight layout from that AITER flag, and the two can disagree and corrupt output "
+                    "without an error" % svc["name"],
+                    "remove AITER_SITUV2_A8W4, or set VLLM_ROCM_USE_AITER_MOE_SITUV2=1 (the a4w4 path)",
+                )
+            for name, value in (self.profile.get("forbid_env") or {}).items():
+                if env.get(name) == str(value):
+                    self.problem(
+                        host,
+                        "k3_env.%s" % name,
+                        "%s sets %s=%s, which the %s baseline must not set"
+                        % (svc["name"], name, value, params["profile"]),
+                        "remove %s from k3_env" % name,
+                    )
+            moe = argv_flags(svc["argv"]).get("moe-backend")
+            if moe == "deep_gemm_mega_moe" and params.get("fabric") == "rdma":
+                self.problem(
+                    host,
+                    "k3_fabric",
+                    "%s uses --moe-backend deep_gemm_mega_moe, which is not compatible with cross-node RDMA"
+                    % svc["name"],
+                    "use cross-node NVLink (k3_fabric: nvlink) or drop the MegaMoE backend via k3_vllm_args",
+                )
+        self.check_pd_match(rendered)
+
+    def check_pd_match(self, rendered):
+        """Prefill and decode must agree on SSM dtype, DCP settings and cache layout."""
+        keys_args = (
+            "mamba-ssm-cache-dtype",
+            "decode-context-parallel-size",
+            "dcp-comm-backend",
+            "cp-kv-cache-interleave-size",
+            "kv-cache-dtype",
+            "block-size",
+        )
+        keys_env = ("VLLM_SSM_CONV_STATE_LAYOUT", "VLLM_KV_CACHE_LAYOUT")
+        seen = {}
+        for host, svc in rendered:
+            if svc["kind"] != "vllm" or svc["role"] not in ("prefill", "decode"):
+                continue
+            flags = argv_flags(svc["argv"])
+            for key in keys_args:
+                seen.setdefault("--" + key, []).append((host, svc["name"], flags.get(key, "(default)")))
+            for key in keys_env:
+                seen.setdefault(key, []).append((host, svc["name"], svc["env"].get(key, "(unset)")))
+        for key, values in seen.items():
+            distinct = sorted({v for _, _, v in values})
+            if len(distinct) > 1:
+                first = values[0]
+                odd = next(v for v in values if v[2] != first[2])
+                self.problem(
+                    odd[0],
+                    "k3_vllm_args" if key.startswith("--") else "k3_env.%s" % key,
+                    "%s is %s on %s/%s but %s on %s/%s: prefill and decode must keep SSM dtype, DCP settings and cache "
+                    "layout matched" % (key, odd[2], odd[0], odd[1], first[2], first[0], first[1]),
+                    "set %s to the same value on every prefill and decode host" % key,
+                )

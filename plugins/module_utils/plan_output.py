@@ -1,0 +1,91 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Readable artefacts beside plan.json: launch scripts and the summary table."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from .units import shell_lines
+
+
+def launch_script(plan, host, service):
+    """A readable shell script: environment, then exec of the exact argv."""
+    lines = [
+        "#!/usr/bin/env bash",
+        "# kimi_k3.serving plan: profile %s, host %s, service %s (%s)"
+        % (plan["profile"], host, service["name"], service["kind"]),
+    ]
+    if service.get("image"):
+        lines.append("# image: %s" % service["image"])
+    if service.get("after"):
+        lines.append("# start once healthy: %s" % ", ".join(service["after"]))
+    if service.get("after_started"):
+        lines.append("# start once started: %s" % ", ".join(service["after_started"]))
+    lines.append("set -euo pipefail")
+    lines.extend(
+        shell_lines((service.get("shell") or {}) and {k: v for k, v in service["shell"].items() if k != "prepend"})
+    )
+    for key, value in service["env"].items():
+        lines.append("export %s=%s" % (key, shlex.quote(value)))
+    lines.extend(shell_lines({"prepend": (service.get("shell") or {}).get("prepend") or {}}))
+    lines.append("exec " + " \\\n    ".join(_argv_lines(service["argv"])))
+    return "\n".join(lines) + "\n"
+
+
+def _argv_lines(argv):
+    """One line per flag with its value(s); the program and its positionals on the first."""
+    out = []
+    for token in argv:
+        quoted = shlex.quote(token)
+        if out and not token.startswith("-"):
+            out[-1] += " " + quoted
+        else:
+            out.append(quoted)
+    return out
+
+
+def summary_table(plan):
+    """A fixed-width table: host, service, role, ranks, ports."""
+    rows = [("HOST", "SERVICE", "KIND", "ROLE", "RANKS", "PORTS", "AFTER")]
+    for host, data in plan["hosts"].items():
+        for svc in data["services"]:
+            ranks = svc.get("ranks") or {}
+            rank_txt = ",".join(
+                "%s=%s" % (k, v) for k, v in ranks.items() if k in ("node_rank", "dp_rank", "dp_start_rank", "dp_size")
+            )
+            ports = ",".join(
+                "%s:%d" % (p["name"], p["port"])
+                if p["count"] == 1
+                else "%s:%d-%d" % (p["name"], p["port"], p["port"] + p["count"] - 1)
+                for p in svc["ports"]
+            )
+            rows.append(
+                (
+                    host,
+                    svc["name"],
+                    svc["kind"],
+                    svc["role"],
+                    rank_txt or "-",
+                    ports or "-",
+                    ",".join(svc["after"] + ["%s(started)" % a for a in svc.get("after_started", [])]) or "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    head = [
+        "profile: %s (%s)" % (plan["profile"], plan.get("title", "")),
+        "endpoint: %s" % ((plan.get("endpoint") or {}).get("url", "-")),
+        "",
+    ]
+    return "\n".join(head + text) + "\n"
+
+
+def plan_files(plan):
+    """Every file the plan playbook writes, relative to the plan directory."""
+    files = {"plan.json": json.dumps(plan, indent=2, sort_keys=False) + "\n", "summary.txt": summary_table(plan)}
+    for host, data in plan["hosts"].items():
+        for svc in data["services"]:
+            files["scripts/%s/%s.sh" % (host, svc["name"])] = launch_script(plan, host, svc)
+    return files

@@ -1,0 +1,151 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Rendering: each service instance's argv, environment, ports, order and health."""
+
+from __future__ import annotations
+
+from .formulas import PlanValueError
+from .profiles import ProfileError, merge_args, merge_env, render_args, render_env
+
+
+class RenderMixin:
+    """One planned service per layout instance, and what verification checks."""
+
+    def verify_checks(self, params, rendered):
+        """What verification checks for this deployment (profile data + the rendered services)."""
+        spec = self.profile.get("verify") or {}
+        out = {"served_model_name": params.get("served_model_name"), "vision": bool(spec.get("vision"))}
+        pins = []
+        for host, svc in rendered:
+            ranks = svc.get("ranks") or {}
+            if (
+                svc["role"] in (spec.get("dp_rank_header") or [])
+                and svc["url"]
+                and int(ranks.get("dp_size", 1)) > 1
+                and int(ranks.get("node_rank", 0)) == 0
+            ):
+                pins.append(
+                    {
+                        "service": "%s/%s" % (host, svc["name"]),
+                        "url": svc["url"],
+                        "ranks": list(range(int(ranks["dp_size"]))),
+                    }
+                )
+        out["dp_pinning"] = pins
+        kv = spec.get("kv_transfer")
+        if kv:
+            out["kv_transfer"] = dict(kv)
+            for role in ("prefill", "decode"):
+                out["kv_transfer"][role] = [s["url"] for _h, s in rendered if s["role"] == role and s["url"]]
+        return out
+
+    def endpoint(self, pools, services_spec):
+        """Where clients send requests: the front service, or the first HTTP-serving engine."""
+        for sname, spec in services_spec.items():
+            if spec.get("kind") in ("router", "proxy") and pools.get(sname):
+                first = pools[sname][0]
+                return {"service": sname, "host": first["host"], "url": "http://%s:%s" % (first["ip"], first["port"])}
+        for sname, spec in services_spec.items():
+            for inst in pools.get(sname, []):
+                if spec.get("kind") == "vllm" and inst["serves_http"]:
+                    return {
+                        "service": inst["name"],
+                        "host": inst["host"],
+                        "url": "http://%s:%s" % (inst["ip"], inst["port"]),
+                    }
+        return None
+
+    def render_service(self, sname, spec, inst, params, pools):
+        host = inst["host"]
+        where = "profile %s, service %s on %s" % (params["profile"], inst["name"], host)
+        ctx = dict(inst["vars"])
+        ctx["pools"] = pools
+        try:
+            for key, value in (spec.get("vars") or {}).items():
+                ctx[key] = self.renderer.value(value, ctx, "%s, vars.%s" % (where, key))
+            kind = spec.get("kind", "vllm")
+            command = self.renderer.value(spec.get("command") or [], ctx, where + ", command")
+            args = merge_args(spec.get("args") or [])
+            env = merge_env(spec.get("env") or {})
+            if kind == "vllm":
+                args = merge_args(args, self.hv(host, "k3_vllm_args") or [])
+            elif kind in ("router", "proxy"):
+                args = merge_args(args, self.hv(host, "k3_%s_args" % kind) or [])
+            env = merge_env(env, self.hv(host, "k3_env") or {})
+            rendered_args = [(flag, self.renderer.value(value, ctx, "%s, %s" % (where, flag))) for flag, value in args]
+            argv = [str(c) for c in command] + render_args(rendered_args)
+            env = render_env(self.renderer.value(env, ctx, where + ", env"))
+            ports = []
+            for port in spec.get("ports") or []:
+                port = self.renderer.value(port, ctx, where + ", ports")
+                if port.get("port") in (None, "", 0):
+                    continue
+                ports.append({"name": port["name"], "port": int(port["port"]), "count": int(port.get("count", 1))})
+            after = []
+            for dep in spec.get("after") or []:
+                for other in pools.get(dep, []):
+                    if dep == sname and other["host"] == host:
+                        continue
+                    after.append("%s/%s" % (other["host"], other["name"]))
+            # Node 0 of a multi-node engine waits for its followers to join before it is healthy:
+            # followers start once node 0 has started, not once it is healthy.
+            after_started = []
+            if spec.get("after_node0") and not ctx.get("is_node0", True):
+                node0 = pools[sname][0]
+                after_started.append("%s/%s" % (node0["host"], node0["name"]))
+            container = self.renderer.value(spec.get("container") or {}, ctx, where + ", container")
+            shell = self.renderer.value(spec.get("shell") or {}, ctx, where + ", shell")
+            files = self.renderer.value(spec.get("files") or [], ctx, where + ", files")
+            health = self.renderer.value(spec.get("health"), ctx, where + ", health") if spec.get("health") else None
+        except (ProfileError, PlanValueError) as exc:
+            self.problem(host, "k3_profile", str(exc), "check the values the profile reads (k3_* variables)")
+            return None
+        ranks = {
+            k: ctx[k]
+            for k in (
+                "node_rank",
+                "nnodes",
+                "dp_size",
+                "dp_size_local",
+                "dp_start_rank",
+                "dp_rank",
+                "dp_address",
+                "devices",
+            )
+            if k in ctx and ctx[k] is not None
+        }
+        image = self.renderer.value(spec.get("image"), ctx, where + ", image") if spec.get("image") else None
+        runtime = self.hv(host, "k3_runtime") or ("docker" if image else "host")
+        if runtime not in ("docker", "host") or (runtime == "docker" and not image):
+            self.problem(
+                host,
+                "k3_runtime",
+                "%s cannot run with runtime %r%s"
+                % (inst["name"], runtime, "" if image else " (the profile gives it no image)"),
+                "set k3_runtime to host (a vLLM installed on the host) or docker (the planned image)",
+            )
+        service = {
+            "name": inst["name"],
+            "kind": kind,
+            "role": spec.get("role", sname),
+            "argv": argv,
+            "env": env,
+            "image": image,
+            "runtime": runtime,
+            "ports": ports,
+            "after": after,
+            "after_started": after_started,
+            "unit": "k3-%s" % inst["name"],
+            "ranks": ranks,
+            "serves_http": bool(ctx.get("serves_http", True)),
+            "url": "http://%s:%s" % (ctx["ip"], ctx["http_port"])
+            if ctx.get("serves_http", True) and ctx.get("http_port")
+            else None,
+            "health": health if ctx.get("serves_http", True) else None,
+            "container": container,
+        }
+        if shell:
+            service["shell"] = {k: v for k, v in shell.items() if v}
+        if files:
+            service["files"] = files
+        return service
