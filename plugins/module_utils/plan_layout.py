@@ -9,6 +9,7 @@ import ipaddress
 from . import formulas
 from .formulas import PlanValueError
 from .plan_model import coerce, var_name
+from .profiles import missing
 
 
 class LayoutMixin:
@@ -239,8 +240,9 @@ class LayoutMixin:
             {
                 "host": host,
                 "ip": self.host_address(host, label),
-                "nic": self.hv(host, "k3_nic"),
-                "rdma_devices": self.hv(host, "k3_rdma_devices"),
+                # Unset: a profile value that needs one names the variable instead of losing it.
+                "nic": self.hv(host, "k3_nic") or missing("k3_nic", host),
+                "rdma_devices": self.hv(host, "k3_rdma_devices") or missing("k3_rdma_devices", host),
                 "service_name": name or sname,
             }
         )

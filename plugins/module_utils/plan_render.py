@@ -5,11 +5,32 @@
 from __future__ import annotations
 
 from .formulas import PlanValueError
-from .profiles import ProfileError, merge_args, merge_env, render_args, render_env
+from .profiles import MissingVariable, ProfileError, merge_args, merge_env, render_args, render_env
+
+MISSING_FIXES = {
+    "k3_nic": "set k3_nic on %s to the interface that owns its k3_ip (the NIC of the cluster network)",
+    "k3_rdma_devices": "set k3_rdma_devices on %s to its RDMA HCAs (ibv_devices lists them), e.g. [mlx5_0, mlx5_1]",
+}
 
 
 class RenderMixin:
     """One planned service per layout instance, and what verification checks."""
+
+    def missing_variable(self, host, service, variable):
+        self.problem(
+            host,
+            variable,
+            "%s is not set and %s needs it (profile %s)" % (variable, service, self.profile["name"]),
+            MISSING_FIXES.get(variable, "set %s on %%s" % variable) % host,
+        )
+
+    def source_variable(self, host, names):
+        """The k3_* variable a refused value was computed from: one the operator set, else the first."""
+        declared = ["k3_" + n for n in names if self.contract.parameter(n) is not None]
+        for name in declared:
+            if name in self.hostvars.get(host, {}):
+                return name
+        return declared[0] if declared else "k3_profile"
 
     def verify_checks(self, params, rendered):
         """What verification checks for this deployment (profile data + the rendered services)."""
@@ -97,7 +118,14 @@ class RenderMixin:
             shell = self.renderer.value(spec.get("shell") or {}, ctx, where + ", shell")
             files = self.renderer.value(spec.get("files") or [], ctx, where + ", files")
             health = self.renderer.value(spec.get("health"), ctx, where + ", health") if spec.get("health") else None
-        except (ProfileError, PlanValueError) as exc:
+        except MissingVariable as exc:
+            self.missing_variable(host, inst["name"], str(exc))
+            return None
+        except PlanValueError as exc:
+            variable = self.source_variable(host, getattr(exc, "names", []))
+            self.problem(host, variable, "%s: %s" % (inst["name"], exc), "change %s" % variable)
+            return None
+        except ProfileError as exc:
             self.problem(host, "k3_profile", str(exc), "check the values the profile reads (k3_* variables)")
             return None
         ranks = {

@@ -29,7 +29,7 @@ import json
 import os
 
 import yaml
-from jinja2 import StrictUndefined
+from jinja2 import StrictUndefined, meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -41,6 +41,15 @@ ENV_KEYS = ("env",)
 
 class ProfileError(Exception):
     """A profile that cannot be loaded or rendered."""
+
+
+class MissingVariable(UndefinedError):
+    """A template needs a host variable the inventory does not set (``missing(...)``)."""
+
+
+def missing(variable, host):
+    """A context value for an unset host variable: using it names ``variable``, not a template."""
+    return StrictUndefined(hint=variable, obj=host, name=variable, exc=MissingVariable)
 
 
 # --------------------------------------------------------------------------
@@ -187,12 +196,33 @@ class Renderer:
         """Render a value recursively; whole-expression strings keep native types."""
         try:
             return self._value(value, context)
-        except PlanValueError:
+        except PlanValueError as exc:
+            if not hasattr(exc, "names"):
+                exc.names = self.names(value)  # the values it was computed from
+            raise
+        except MissingVariable:
             raise
         except UndefinedError as exc:
             raise ProfileError("%s: %s" % (where, exc)) from None
         except TemplateError as exc:
             raise ProfileError("%s: template error: %s" % (where, exc)) from None
+
+    def names(self, value):
+        """The context names a profile value refers to, sorted."""
+        found = set()
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
+            try:
+                found.update(meta.find_undeclared_variables(self.env.parse(value)))
+            except TemplateSyntaxError:
+                pass
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                found.update(self.names(key))
+                found.update(self.names(item))
+        elif isinstance(value, list):
+            for item in value:
+                found.update(self.names(item))
+        return sorted(found)
 
     def _value(self, value, context):
         if isinstance(value, str):

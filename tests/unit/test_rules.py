@@ -277,4 +277,4 @@ def test_no_hosts_at_all():
 def test_explicit_capture_sizes_must_increase():
     inv = example("mi355x-pd-1p1d-c8")
     set_vars(inv, all_hosts(inv), k3_capture_sizes=[8, 1])
-    only(inv, "mi355x-d1", "k3_profile", "capture sizes must be strictly increasing")
+    only(inv, "mi355x-d1", "k3_capture_sizes", "capture sizes must be strictly increasing")
