@@ -34,6 +34,7 @@ from jinja2.exceptions import TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .formulas import PlanValueError
+from .plan_schema import validate_profile
 
 ARG_KEYS = ("args",)
 ENV_KEYS = ("env",)
@@ -89,6 +90,9 @@ def load_profile(name, profile_dir=None, _seen=None):
     data = _read(name, profile_dir)
     if data is None:
         raise ProfileError("no profile named %r" % name)
+    problems = validate_profile(data, os.path.join(profile_dir, name + ".yml"))  # before extends is merged
+    if problems:
+        raise ProfileError("; ".join(problems))
     merged = {}
     parents = data.pop("extends", []) or []
     if isinstance(parents, str):
