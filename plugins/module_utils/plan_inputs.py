@@ -9,13 +9,25 @@ belongs, a missing group, an empty file), the result is problem lines, never an 
 from __future__ import annotations
 
 import ipaddress
+import re
 
+from . import cli_flags
 from .profiles import ProfileError, list_profiles, load_profile
 from .variables import Invalid, check_value
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
 # Host facts the planner reads besides the k3_* variables.
 FACT_VARIABLES = ("ansible_host", "ansible_memtotal_mb")
+
+
+_NEAREST = re.compile(r"(?:abbreviation of|nearest:|prefix of) (--[A-Za-z0-9][\w-]*)")
+
+
+def _flag_fix(message, key):
+    found = _NEAREST.search(message)
+    if found:
+        return "write %s in %s (or remove the flag)" % (found.group(1), key)
+    return "remove the flag from %s, or spell it as the program does (see its --help)" % key
 
 
 class InputsMixin:
@@ -148,6 +160,7 @@ class InputsMixin:
                 here.add(decl.name)
         for host in hosts:
             data = self.hostvars.get(host, {})
+            self.check_facts(host, data)
             for key in sorted(data):
                 if not key.startswith("k3_"):
                     continue
@@ -174,6 +187,30 @@ class InputsMixin:
                     continue
                 self.check_one(host, key, decl, data[key])
 
+    def check_facts(self, host, data):
+        """The two Ansible variables the planner reads: ansible_host and the gathered memory."""
+        if "ansible_host" in data and not isinstance(data["ansible_host"], (str, int)):
+            self.problem(
+                host,
+                "ansible_host",
+                "%r is not a host name or an address" % (data.pop("ansible_host"),),
+                "set ansible_host to the address Ansible connects to (and k3_ip if other nodes use another)",
+            )
+        if "ansible_memtotal_mb" in data:
+            memory = data["ansible_memtotal_mb"]
+            if isinstance(memory, str) and memory.strip().isdigit():
+                memory = int(memory)
+            if isinstance(memory, bool) or not isinstance(memory, int) or memory < 1:
+                data.pop("ansible_memtotal_mb")
+                self.problem(
+                    host,
+                    "ansible_memtotal_mb",
+                    "%r is not a memory size in MB" % (memory,),
+                    "gather facts again, or set k3_host_memory_bytes on %s" % host,
+                )
+            else:
+                data["ansible_memtotal_mb"] = memory
+
     def check_one(self, host, key, decl, value):
         data = self.hostvars[host]
         try:
@@ -186,13 +223,9 @@ class InputsMixin:
             del data[key]
             return
         if decl.type == "args":
-            for flag, message, nearest in _flag_problems(decl.spec.get("program"), value):
-                self.problem(
-                    host,
-                    key,
-                    message,
-                    "use %s" % nearest if nearest else "remove %s (see %s --help)" % (flag, decl.spec.get("program")),
-                )
+            for message in cli_flags.check_args(decl.spec.get("program"), value, key):
+                message = message[len(key) + 2 :] if message.startswith(key + ": ") else message
+                self.problem(host, key, message, _flag_fix(message, key))
 
     # ------------------------------------------------------------------ addresses
     def check_addresses(self, hosts):
@@ -229,11 +262,3 @@ class InputsMixin:
                     "%s has the address %s, as %s does" % (names[1], address, ", ".join(names[:1])),
                     "give every host its own address (k3_ip), or put one host into every group it serves",
                 )
-
-
-def _flag_problems(program, items):
-    try:
-        from . import cli_flags
-    except ImportError:
-        return []
-    return cli_flags.check_args(program, items)

@@ -58,11 +58,15 @@ TEMPLATE_FUNCTIONS = {
 }
 
 
+# One renderer for every plan: it keeps the profiles' compiled templates.
+RENDERER = Renderer(TEMPLATE_FUNCTIONS)
+
+
 class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
     def __init__(self, inventory, profile_dir=None):
         self.profile_dir = profile_dir
         self.problems = []
-        self.renderer = Renderer(TEMPLATE_FUNCTIONS)
+        self.renderer = RENDERER
         self.contract = load_contract()
         self.profile = None
         self.services_spec = {}

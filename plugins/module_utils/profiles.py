@@ -29,7 +29,7 @@ import json
 import os
 
 import yaml
-from jinja2 import StrictUndefined, meta
+from jinja2 import StrictUndefined, Undefined, meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -70,12 +70,21 @@ def list_profiles(profile_dir=None):
     return names
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FILES = {}  # path -> (mtime, size, data): a profile file is parsed once per change
+
+
 def _read(name, profile_dir):
     path = os.path.join(profile_dir, name + ".yml")
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
+    stat = os.stat(path)
+    cached = _FILES.get(path)
+    if cached is None or cached[:2] != (stat.st_mtime_ns, stat.st_size):
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.load(handle, Loader=_LOADER) or {}  # noqa: S506 (a safe loader)
+        cached = _FILES[path] = (stat.st_mtime_ns, stat.st_size, data)
+    data = copy.deepcopy(cached[2])
     if not isinstance(data, dict):
         raise ProfileError("profile file %s is not a mapping" % path)
     return data
@@ -195,11 +204,14 @@ class Renderer:
         self.env.filters.update(functions or {})
         self.env.filters["to_json"] = compact_json
         self.env.globals["to_json"] = compact_json
+        self._cache = {}
 
     def value(self, value, context, where):
         """Render a value recursively; whole-expression strings keep native types."""
         try:
             return self._value(value, context)
+        except TypeError as exc:  # e.g. a value that JSON cannot hold
+            raise ProfileError("%s: %s" % (where, exc)) from None
         except PlanValueError as exc:
             if not hasattr(exc, "names"):
                 exc.names = self.names(value)  # the values it was computed from
@@ -228,19 +240,33 @@ class Renderer:
                 found.update(self.names(item))
         return sorted(found)
 
-    def _value(self, value, context):
-        if isinstance(value, str):
-            if "{{" not in value and "{%" not in value:
-                return value
+    def _compiled(self, value):
+        """(expression, None) for a string that is one ``{{ expression }}``, else (None, template); cached."""
+        found = self._cache.get(value)
+        if found is None:
+            expr = None
             stripped = value.strip()
             if stripped.startswith("{{") and stripped.endswith("}}"):
                 try:
                     expr = self.env.compile_expression(stripped[2:-2].strip(), undefined_to_none=False)
                 except TemplateSyntaxError:
                     expr = None  # several expressions with text between them
-                if expr is not None:
-                    return expr(**context)
-            return self.env.from_string(value).render(**context)
+            found = (expr, None) if expr is not None else (None, self.env.from_string(value))
+            if len(self._cache) < 4096:
+                self._cache[value] = found
+        return found
+
+    def _value(self, value, context):
+        if isinstance(value, str):
+            if "{{" not in value and "{%" not in value:
+                return value
+            expr, template = self._compiled(value)
+            if expr is not None:
+                result = expr(**context)
+                if isinstance(result, Undefined):
+                    str(result)  # raises: an expression that is exactly an undefined name
+                return result
+            return template.render(**context)
         if isinstance(value, dict):
             return {self._value(k, context): self._value(v, context) for k, v in value.items()}
         if isinstance(value, list):
@@ -250,7 +276,10 @@ class Renderer:
 
 def compact_json(value):
     """JSON the way the recipes' shell scripts write it: no spaces, key order kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ProfileError("cannot write %r as JSON: %s" % (value, exc)) from None
 
 
 def render_args(pairs):
