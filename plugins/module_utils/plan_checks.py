@@ -85,11 +85,18 @@ class ChecksMixin:
             for port in svc["ports"]:
                 entries.append((host, svc["name"], port["name"], port["port"], port["count"]))
         for host, port, users in formulas.port_collisions(entries):
+            sources = []
+            for user in users:
+                name, _, port_name = user.rpartition("/")
+                for variable in self.port_sources.get((host, name, port_name), []):
+                    if variable not in sources:
+                        sources.append(variable)
             self.problem(
                 host,
-                "k3_*_port",
+                " or ".join(sources) if sources else "k3_profile",
                 "port %d is used by %s" % (port, " and ".join(users)),
-                "give one of them another port (the profile's *_port parameters) or move it to another host",
+                "give one of them another port (%s) or move it to another host"
+                % (" or ".join(sources) if sources else "the profile's port parameters"),
             )
         for host, svc in rendered:
             env = svc["env"]

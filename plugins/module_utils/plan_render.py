@@ -97,11 +97,18 @@ class RenderMixin:
             argv = [str(c) for c in command] + render_args(rendered_args)
             env = render_env(self.renderer.value(env, ctx, where + ", env"))
             ports = []
-            for port in spec.get("ports") or []:
-                port = self.renderer.value(port, ctx, where + ", ports")
+            for raw in spec.get("ports") or []:
+                port = self.renderer.value(raw, ctx, where + ", ports")
                 if port.get("port") in (None, "", 0):
                     continue
                 ports.append({"name": port["name"], "port": int(port["port"]), "count": int(port.get("count", 1))})
+                # The parameters a port comes from, to name them if it collides.
+                names = self.renderer.names(raw.get("port"))
+                if "http_port" in names and spec.get("http_port") is not None:  # the service's own HTTP port
+                    names = [n for n in names if n != "http_port"] + self.renderer.names(spec["http_port"])
+                self.port_sources[(host, inst["name"], port["name"])] = [
+                    "k3_" + n for n in names if self.contract.parameter(n) is not None
+                ]
             after = []
             for dep in spec.get("after") or []:
                 for other in pools.get(dep, []):
@@ -127,6 +134,14 @@ class RenderMixin:
             return None
         except ProfileError as exc:
             self.problem(host, "k3_profile", str(exc), "check the values the profile reads (k3_* variables)")
+            return None
+        except (TypeError, ValueError) as exc:  # a computed value of the wrong kind, e.g. a port
+            self.problem(
+                host,
+                "k3_profile",
+                "%s: a value computed from the k3_* variables is unusable (%s)" % (where, exc),
+                "check the k3_* variables this service reads",
+            )
             return None
         ranks = {
             k: ctx[k]

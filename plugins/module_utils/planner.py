@@ -71,6 +71,7 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
         self.profile = None
         self.services_spec = {}
         self.reported = set()
+        self.port_sources = {}
         self.read_inventory(inventory)
 
     def problem(self, host, variable, message, fix):
