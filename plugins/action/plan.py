@@ -5,20 +5,20 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import write_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
+    FACT_VARIABLES,
     ROLE_GROUPS,
     PlanError,
+    Problem,
     build_plan,
     plan_files,
 )
-
-# Host facts the planner reads besides the k3_* variables.
-EXTRA_HOSTVARS = ("ansible_host", "ansible_memtotal_mb")
+from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract
 
 
 class ActionModule(ActionBase):
@@ -34,8 +34,8 @@ class ActionModule(ActionBase):
         profile_dir = args.get("profile_dir")
         group_names = args.get("groups") or list(ROLE_GROUPS)
 
-        inventory = self._inventory_input(task_vars, group_names)
         try:
+            inventory = self._inventory_input(task_vars, group_names)
             plan = build_plan(inventory, profile_dir)
         except PlanError as exc:
             result.update(
@@ -63,51 +63,27 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars", {})
         out_groups = {g: list(groups.get(g, [])) for g in group_names}
         out_vars = {}
-        for host in {h for hosts in out_groups.values() for h in hosts}:
+        problems = []
+        internal = {d.name for d in load_contract().section("internal")}
+        for host in sorted({h for hosts in out_groups.values() for h in hosts}):
             hv = hostvars[host]
             data = {}
             for key in hv.keys():
-                if key.startswith("k3_") or key in EXTRA_HOSTVARS:
-                    data[key] = self._templar.template(hv[key])
+                if (key.startswith("k3_") and key not in internal) or key in FACT_VARIABLES:
+                    try:
+                        data[key] = self._templar.template(hv[key])
+                    except Exception as exc:  # an undefined name or bad Jinja in the inventory
+                        problems.append(
+                            Problem(host, key, "its value cannot be templated (%s)" % exc, "fix the Jinja in %s" % key)
+                        )
             out_vars[host] = data
+        if problems:
+            raise PlanError(problems)
         return {"groups": out_groups, "hostvars": out_vars}
 
     def _write(self, dest, files):
         """Write the plan files; in check mode only report. Returns (changed, diffs)."""
-        changed = False
-        diffs = []
-        wanted = set()
-        for rel, content in sorted(files.items()):
-            path = os.path.join(dest, rel)
-            wanted.add(path)
-            old = None
-            if os.path.exists(path):
-                with open(path, encoding="utf-8") as handle:
-                    old = handle.read()
-            if old == content:
-                continue
-            changed = True
-            diffs.append({"before_header": path, "after_header": path, "before": old or "", "after": content})
-            if self._task.check_mode:
-                continue
-            try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".k3plan.")
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(content)
-                os.chmod(tmp, 0o755 if rel.endswith(".sh") else 0o644)
-                os.replace(tmp, path)
-            except OSError as exc:
-                raise AnsibleActionFail("cannot write %s: %s" % (path, exc)) from exc
-        # Launch scripts of services no longer in the plan are stale: remove them.
-        scripts = os.path.join(dest, "scripts")
-        if os.path.isdir(scripts):
-            for root, _dirs, names in os.walk(scripts):
-                for name in names:
-                    path = os.path.join(root, name)
-                    if path not in wanted:
-                        changed = True
-                        diffs.append({"before_header": path, "after_header": "(removed)", "before": "", "after": ""})
-                        if not self._task.check_mode:
-                            os.unlink(path)
-        return changed, diffs
+        try:
+            return write_files(dest, files, self._task.check_mode)
+        except OSError as exc:
+            raise AnsibleActionFail("cannot write the plan to %s: %s" % (dest, exc)) from exc

@@ -84,6 +84,15 @@ class ChecksMixin:
         for host, svc in rendered:
             for port in svc["ports"]:
                 entries.append((host, svc["name"], port["name"], port["port"], port["count"]))
+        for host, name, port_name, first, count in entries:
+            if first + count - 1 > 65535:
+                sources = self.port_sources.get((host, name, port_name)) or ["k3_profile"]
+                self.problem(
+                    host,
+                    " or ".join(sources),
+                    "%s/%s needs ports %d-%d, beyond 65535" % (name, port_name, first, first + count - 1),
+                    "set %s to at most %d" % (" or ".join(sources), 65536 - count),
+                )
         for host, port, users in formulas.port_collisions(entries):
             sources = []
             for user in users:

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import tempfile
 
 from .units import shell_lines
 
@@ -89,3 +91,44 @@ def plan_files(plan):
         for svc in data["services"]:
             files["scripts/%s/%s.sh" % (host, svc["name"])] = launch_script(plan, host, svc)
     return files
+
+
+def write_files(dest, files, check_mode=False):
+    """Write the plan files under ``dest`` (only what differs); remove stale launch scripts.
+
+    In check mode nothing is written; returns ``(changed, diffs)`` either way. Raises OSError.
+    """
+    changed = False
+    diffs = []
+    wanted = set()
+    for rel, content in sorted(files.items()):
+        path = os.path.join(dest, rel)
+        wanted.add(path)
+        old = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                old = handle.read()
+        if old == content:
+            continue
+        changed = True
+        diffs.append({"before_header": path, "after_header": path, "before": old or "", "after": content})
+        if check_mode:
+            continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".k3plan.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o755 if rel.endswith(".sh") else 0o644)
+        os.replace(tmp, path)
+    # Launch scripts of services no longer in the plan are stale: remove them.
+    scripts = os.path.join(dest, "scripts")
+    if os.path.isdir(scripts):
+        for root, _dirs, names in os.walk(scripts):
+            for name in names:
+                path = os.path.join(root, name)
+                if path not in wanted:
+                    changed = True
+                    diffs.append({"before_header": path, "after_header": "(removed)", "before": "", "after": ""})
+                    if not check_mode:
+                        os.unlink(path)
+    return changed, diffs
