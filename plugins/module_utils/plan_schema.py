@@ -32,6 +32,8 @@ PLAN_SCHEMA_VERSION = 1
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 PLAN_SCHEMA_FILE = "plan-v%d.schema.json" % PLAN_SCHEMA_VERSION
 PROFILE_SCHEMA_FILE = "profile.schema.json"
+# validate_profile's answers by the JSON text of the data.
+_PROFILE_PROBLEMS = {}
 
 # Keywords the built-in validator checks, and keywords that only annotate.
 BUILTIN_KEYWORDS = frozenset(
@@ -86,8 +88,24 @@ def validate_plan(plan):
 
 
 def validate_profile(data, where):
-    """Problems of one profile file's data (``where`` names the file); empty when it is valid."""
-    return ["%s: %s" % (where, problem) for problem in validate(_load(PROFILE_SCHEMA_FILE), data)]
+    """Problems of one profile file's data (``where`` names the file); empty when it is valid.
+
+    The planner reads every file of a profile's chain for each plan: the answer for data
+    already seen is remembered (keyed by its JSON text).
+    """
+    try:
+        seen = json.dumps(data, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON data (e.g. a YAML date): validate, do not remember
+        seen = None
+    if seen is not None and seen in _PROFILE_PROBLEMS:
+        problems = _PROFILE_PROBLEMS[seen]
+    else:
+        problems = validate(_load(PROFILE_SCHEMA_FILE), data)
+        if seen is not None:
+            if len(_PROFILE_PROBLEMS) >= 256:
+                _PROFILE_PROBLEMS.clear()
+            _PROFILE_PROBLEMS[seen] = problems
+    return ["%s: %s" % (where, problem) for problem in problems]
 
 
 def validate(schema, instance, use=None):
