@@ -109,15 +109,6 @@ class ChecksMixin:
             )
         for host, svc in rendered:
             env = svc["env"]
-            if env.get("AITER_SITUV2_A8W4") == "1" and env.get("VLLM_ROCM_USE_AITER_MOE_SITUV2") != "1":
-                self.problem(
-                    host,
-                    "k3_env.AITER_SITUV2_A8W4",
-                    "%s sets AITER_SITUV2_A8W4=1 without VLLM_ROCM_USE_AITER_MOE_SITUV2=1: vLLM does not derive "
-                    "its MoE weight layout from that AITER flag, and the two can disagree and corrupt output "
-                    "without an error" % svc["name"],
-                    "remove AITER_SITUV2_A8W4, or set VLLM_ROCM_USE_AITER_MOE_SITUV2=1 (the a4w4 path)",
-                )
             for name, value in (self.profile.get("forbid_env") or {}).items():
                 if env.get(name) == str(value):
                     self.problem(
@@ -127,15 +118,11 @@ class ChecksMixin:
                         % (svc["name"], name, value, params["profile"]),
                         "remove %s from k3_env" % name,
                     )
-            moe = argv_flags(svc["argv"]).get("moe-backend")
-            if moe == "deep_gemm_mega_moe" and params.get("fabric") == "rdma":
-                self.problem(
-                    host,
-                    "k3_fabric",
-                    "%s uses --moe-backend deep_gemm_mega_moe, which is not compatible with cross-node RDMA"
-                    % svc["name"],
-                    "use cross-node NVLink (k3_fabric: nvlink) or drop the MegaMoE backend via k3_vllm_args",
-                )
+            for rule in self.profile.get("rules") or []:
+                if svc["kind"] == "vllm" and _holds(rule["when"], svc, params) and not (
+                    rule.get("unless") and _holds(rule["unless"], svc, params)
+                ):
+                    self.problem(host, rule["variable"], "%s %s" % (svc["name"], rule["message"]), rule["fix"])
         self.check_pd_match(rendered)
 
     def check_pd_match(self, rendered):
@@ -170,3 +157,12 @@ class ChecksMixin:
                     "layout matched" % (key, odd[2], odd[0], odd[1], first[2], first[0], first[1]),
                     "set %s to the same value on every prefill and decode host" % key,
                 )
+
+
+def _holds(condition, svc, params):
+    """Every condition of a profile rule holds for the rendered service."""
+    flags = argv_flags(svc["argv"])
+    checks = [(svc["env"].get(k), v) for k, v in (condition.get("env") or {}).items()]
+    checks += [(flags.get(k), v) for k, v in (condition.get("args") or {}).items()]
+    checks += [(params.get(k), v) for k, v in (condition.get("parameters") or {}).items()]
+    return all(actual is not None and str(actual) == str(wanted) for actual, wanted in checks)

@@ -179,6 +179,8 @@ def merge(base, over):
     for key, value in over.items():
         if key in ARG_KEYS and key in out:
             out[key] = [{f: v} for f, v in merge_args(out[key], value)]
+        elif key == "rules" and isinstance(out.get(key), list) and isinstance(value, list):
+            out[key] = copy.deepcopy(out[key] + value)  # a profile's rules add to its fragments'
         elif key == "ports" and isinstance(out.get(key), list) and isinstance(value, list):
             named = {p.get("name"): p for p in out[key]}
             named.update({p.get("name"): p for p in value})
