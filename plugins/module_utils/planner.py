@@ -79,6 +79,23 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
             return  # its value was refused already; what follows from the default is not news
         self.problems.append(Problem(host, variable, message, fix))
 
+    def error(self):
+        """Every problem; one that reads the same on every host of the deployment is said once, for all."""
+        hosts = self.deployment_hosts()
+        same = {}
+        for p in self.problems:
+            same.setdefault((p.variable, p.message, p.fix), []).append(p.host)
+        out, said = [], set()
+        for p in self.problems:
+            key = (p.variable, p.message, p.fix)
+            if len(hosts) > 1 and sorted(same[key]) == sorted(hosts):
+                if key not in said:
+                    said.add(key)
+                    out.append(Problem("all", p.variable, p.message, p.fix + " (every host has it: all.vars)"))
+                continue
+            out.append(p)
+        return PlanError(out)
+
     def hv(self, host, name, default=None):
         return self.hostvars.get(host, {}).get(name, default)
 
@@ -92,11 +109,11 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
 
     def build(self):
         if self.problems:
-            raise PlanError(self.problems)
+            raise self.error()
         hosts = self.deployment_hosts()
         profile = self.select_profile(hosts)
         if profile is None:
-            raise PlanError(self.problems)
+            raise self.error()
         self.profile = profile
         defaults = profile.get("service_defaults") or {}
         services_spec = {}
@@ -119,7 +136,7 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
             layouts[sname] = self.layout(sname, spec, params)
         self.check_topology(params, layouts)
         if self.problems:
-            raise PlanError(self.problems)
+            raise self.error()
         pools = {
             sname: [
                 {
@@ -145,10 +162,10 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
                 rendered.append((inst["host"], service))
                 plan_hosts.setdefault(inst["host"], {"ip": inst["ip"], "services": []})["services"].append(service)
         if self.problems:
-            raise PlanError(self.problems)
+            raise self.error()
         self.check_rules(params, rendered)
         if self.problems:
-            raise PlanError(self.problems)
+            raise self.error()
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:

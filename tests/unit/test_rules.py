@@ -82,7 +82,7 @@ def test_setting_the_profile_does_not_have():
     # DCP is not part of the Ascend profiles: the variable is refused, not ignored.
     inv = example("a3-mixed-4node")
     set_vars(inv, all_hosts(inv), k3_dcp_size=2)
-    only(inv, "a3-n0", "k3_dcp_size", "profile ascend-a3-mixed has no setting k3_dcp_size", "k3_max_model_len")
+    only(inv, "all", "k3_dcp_size", "profile ascend-a3-mixed has no setting k3_dcp_size", "k3_max_model_len")
 
 
 def test_typo_in_variable():
@@ -93,7 +93,7 @@ def test_typo_in_variable():
 def test_tp_must_divide_attention_heads():
     inv = example("a2-mixed-8node")
     set_vars(inv, all_hosts(inv), k3_attention_heads=12)
-    only(inv, "a2-n0", "k3_tensor_parallel_size", "does not divide the 12 attention heads", "1, 2, 3, 4, 6, 12")
+    only(inv, "all", "k3_tensor_parallel_size", "does not divide the 12 attention heads", "1, 2, 3, 4, 6, 12")
 
 
 def test_duplicate_node_rank():
