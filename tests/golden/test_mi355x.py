@@ -12,6 +12,8 @@ import pytest
 from conftest import example_plan, service
 from spec_runner import assert_same_argv, expected_env_from_plan, run_script, spec_text
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils import units
+
 # Topology, C, P max seqs, per-D max seqs, K, SSM, CPU offload, dense, G  (the spec's table)
 TABLE = [
     ("mi355x-pd-1p1d-c48", 1, 48, 96, 96, 4, "bfloat16", True, 128, 240),
@@ -85,8 +87,11 @@ def test_router_matches_spec(name):
     assert_same_argv(svc["argv"], want["argv"])
     assert svc["env"] == {}
     assert svc["image"] == "vllm/vllm-router:nightly"
-    assert svc["container"]["entrypoint"] == "vllm-router"
-    assert svc["container"]["network"] == "host"
+    # The recipe's docker run line: --rm --network host --entrypoint vllm-router "$ROUTER_IMAGE".
+    run = units.exec_start(svc, "docker", "/etc/kimi-k3/router.env")
+    assert run[:2] == ["/usr/bin/docker", "run"] and "--rm" in run
+    assert run[run.index("--network") + 1] == "host"
+    assert run[run.index("--entrypoint") :][:3] == ["--entrypoint", "vllm-router", "vllm/vllm-router:nightly"]
     # Started before any worker.
     workers = [s for h in plan["hosts"].values() for s in h["services"] if s["kind"] == "vllm"]
     assert workers and all("mi355x-router/router" in s["after"] for s in workers)
