@@ -119,8 +119,10 @@ class ChecksMixin:
                         "remove %s from k3_env" % name,
                     )
             for rule in self.profile.get("rules") or []:
-                if svc["kind"] == "vllm" and _holds(rule["when"], svc, params) and not (
-                    rule.get("unless") and _holds(rule["unless"], svc, params)
+                if (
+                    svc["kind"] == "vllm"
+                    and _holds(rule["when"], svc, params)
+                    and not (rule.get("unless") and _holds(rule["unless"], svc, params))
                 ):
                     self.problem(host, rule["variable"], "%s %s" % (svc["name"], rule["message"]), rule["fix"])
         self.check_pd_match(rendered)
