@@ -46,6 +46,7 @@ def local_plan(tmp_path):
     meta, store, metrics = free_ports(3)
     hv = {
         "ansible_host": "127.0.0.1",
+        "k3_nic": "lo",  # the engines' socket-interface variables need it
         "k3_profile": "ascend-a3-pd-8p8d",
         "k3_config_dir": str(tmp_path / "etc"),
         "k3_mmc_log_path": str(tmp_path / "log"),
