@@ -1,0 +1,417 @@
+#!/usr/bin/python
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Check one host against its part of the plan (addresses, ports, proxies, disk, /dev/shm); changes nothing."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: preflight_host
+short_description: Check a host against its part of the plan before anything is changed
+version_added: 0.1.0
+description:
+  - Reads only what the checks use, and returns one problem per finding (host, what is wrong, the fix).
+  - C(addresses) - the planned address O(ip) is an address of the host (C(ip -j addr), or C(/sys/class/net)
+    and a socket ioctl without iproute2), and O(nic) and the planned C(*_SOCKET_IFNAME) variables name the
+    interface that owns it.
+  - C(ports) - every planned port (with C(count) ranges) is free, or held by the service's own unit
+    (C(k3-<service>), the plan's C(unit)); otherwise the holder is named (pid, command, unit), from
+    C(/proc/net/tcp), C(/proc/net/tcp6), C(/proc/PID/fd) and C(/proc/PID/cgroup) (a docker container by its name).
+  - C(proxies) - no proxy variable (C(http_proxy), C(https_proxy), C(all_proxy), any case) in a service's planned
+    environment, or inherited by it (host runtime - C(/etc/environment), C(systemctl show-environment); docker
+    runtime - docker's systemd drop-ins, C(/etc/docker/daemon.json) and C(/root/.docker/config.json) C(proxies)),
+    unless C(no_proxy) / C(NO_PROXY) covers every address the service talks to (O(talks_to) and O(ip)).
+  - C(space) - each checkpoint folder of O(model_paths) exists, or, when staged from O(sources), its source does and
+    the filesystem has room for what is still to copy; at least O(min_free_bytes) stays free.
+  - C(shm) - C(/dev/shm) is at least what the services need (docker with C(--ipc host) - the planned C(--shm-size);
+    host runtime - O(shm_bytes)).
+  - Then, for the connection test, listens on the O(listen) ports (after the port check has read the host) and
+    returns once they are all listening; a detached process greets every connection and exits as soon as every
+    expected host has said hello, or after O(listen_timeout) seconds. A port in use is left to its holder.
+    M(kimi_k3.serving.preflight_probe) on the other hosts then connects.
+options:
+  host:
+    description: This host's inventory name (named in the problems).
+    type: str
+    required: true
+  ip:
+    description: The plan's address of this host (C(hosts[host].ip)).
+    type: str
+    required: true
+  services:
+    description: This host's planned services (C(hosts[host].services)).
+    type: list
+    elements: dict
+    default: []
+  nic:
+    description: The inventory's C(k3_nic) of this host, if set.
+    type: str
+  talks_to:
+    description: Service name to the addresses it connects to (from M(kimi_k3.serving.preflight_pairs)).
+    type: dict
+    default: {}
+  model_paths:
+    description: Checkpoint folders to check, each C({path, draft}); only on hosts with vLLM services.
+    type: list
+    elements: dict
+    default: []
+  sources:
+    description: Checkpoint folder to the folder it is staged from (C(k3_model_weights_sources)).
+    type: dict
+    default: {}
+  min_free_bytes:
+    description: Bytes that must stay free on the checkpoint's filesystem (after staging).
+    type: int
+    default: 5368709120
+  shm_bytes:
+    description: Size of /dev/shm a vLLM service on the host runtime needs.
+    type: int
+    default: 1073741824
+  checks:
+    description: Which checks run (C(addresses), C(ports), C(proxies), C(space), C(shm)); a missing key runs it.
+    type: dict
+    default: {}
+  docker_client_config:
+    description: The docker client configuration whose C(proxies) the client injects into containers.
+    type: path
+    default: /root/.docker/config.json
+  listen:
+    description: Ports to listen on for the connection test, each C({port, name, expect}) (C(expect) the hosts that
+      connect, from M(kimi_k3.serving.preflight_pairs)).
+    type: list
+    elements: dict
+    default: []
+  listen_timeout:
+    description: Longest time the listeners stay up, in seconds.
+    type: float
+    default: 15
+attributes:
+  check_mode:
+    support: full
+    description: Only reads (and listens for a few seconds); runs the same way in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    description: Never changes anything.
+author:
+  - kimi_k3.serving maintainers
+"""
+
+EXAMPLES = r"""
+- name: Check this host against the plan
+  kimi_k3.serving.preflight_host:
+    host: "{{ inventory_hostname }}"
+    ip: "{{ plan.hosts[inventory_hostname].ip }}"
+    services: "{{ plan.hosts[inventory_hostname].services }}"
+    nic: "{{ k3_nic | default(omit) }}"
+    model_paths: [{path: /models/Kimi-K3}]
+  register: k3_host
+
+- name: Stop on a problem
+  ansible.builtin.assert:
+    that: k3_host.problems | length == 0
+    fail_msg: "{{ k3_host.problems | join('\n') }}"
+"""
+
+RETURN = r"""
+problems:
+  description: One line per problem, naming the host, what is wrong and the fix.
+  returned: always
+  type: list
+  elements: str
+  sample: ["host k3-sb-dp1: k3_nic: k3_nic is eth9, but 10.77.0.13 is on eth0: there is no interface eth9 on this
+           host (it has eth0, lo). Fix: set k3_nic to eth0 (the interface must own the host's address, as NIC_NAME
+           must own LOCAL_IP)"]
+interfaces:
+  description: Interfaces with their state and addresses.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"name": "eth0", "state": "UP", "addresses": ["10.77.0.13"]}]
+listeners:
+  description: Listening TCP sockets on planned ports, with the process holding each.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"port": 8000, "address": "0.0.0.0", "pid": 812, "command": "vllm serve ...", "unit": "k3-engine"}]
+folders:
+  description: What was found for each checkpoint folder.
+  returned: always
+  type: list
+  elements: dict
+shm_bytes:
+  description: Size of /dev/shm (null when there is none).
+  returned: always
+  type: int
+listener:
+  description: Ports listened on for the connection test, ports already held (answered by their holder), errors.
+  returned: always
+  type: dict
+  sample: {"listened": [8100], "held": [], "errors": {}, "token": "6f1c0e52a9d3b471"}
+"""
+
+import fcntl
+import glob
+import ipaddress
+import json
+import os
+import socket
+import struct
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils import preflight
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def read_json(path):
+    text = read(path)
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def interfaces(module):
+    ip = module.get_bin_path("ip")
+    if ip:
+        rc, out, _err = module.run_command([ip, "-j", "addr", "show"], environ_update={"LC_ALL": "C"})
+        if rc == 0:
+            try:
+                return preflight.parse_ip_json(out)
+            except ValueError:
+                pass
+    # Without iproute2: names from /sys, IPv4 from an ioctl, IPv6 from /proc/net/if_inet6.
+    out = []
+    v6 = {}
+    for line in (read("/proc/net/if_inet6") or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 6:
+            v6.setdefault(fields[5], []).append(str(ipaddress.ip_address(bytes.fromhex(fields[0]))))
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for name in sorted(os.listdir("/sys/class/net")):
+            addresses = []
+            try:
+                packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+                addresses.append(socket.inet_ntoa(packed[20:24]))
+            except OSError:
+                pass
+            state = (read("/sys/class/net/%s/operstate" % name) or "").strip().upper() or None
+            out.append({"name": name, "state": state, "addresses": addresses + v6.get(name, [])})
+    finally:
+        probe.close()
+    return out
+
+
+def resolve(ip):
+    try:
+        ipaddress.ip_address(ip)
+        return []
+    except ValueError:
+        pass
+    try:
+        return sorted({info[4][0] for info in socket.getaddrinfo(ip, None)})
+    except OSError:
+        return []
+
+
+def listeners(ports):
+    """Listening TCP sockets on ``ports``, each with the process (pid, command, unit) holding it."""
+    socks = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        socks += [s for s in preflight.parse_proc_net_tcp(read(path)) if s["port"] in ports]
+    wanted = {"socket:[%s]" % s["inode"]: s for s in socks}
+    owners = {}
+    if wanted:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                fds = os.listdir("/proc/%s/fd" % pid)
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+                except OSError:
+                    continue
+                if link in wanted and link not in owners:
+                    owners[link] = int(pid)
+            if len(owners) == len(wanted):
+                break
+    out = []
+    for link, sock in wanted.items():
+        pid = owners.get(link)
+        entry = {"port": sock["port"], "address": sock["address"], "pid": pid, "command": None, "unit": None}
+        if pid:
+            entry["comm"] = (read("/proc/%d/comm" % pid) or "").strip()
+            cmdline = (read("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
+            entry["command"] = (cmdline or (read("/proc/%d/comm" % pid) or "").strip())[:160]
+            unit, container = preflight.unit_of_cgroup(read("/proc/%d/cgroup" % pid))
+            if container:
+                config = read_json("/var/lib/docker/containers/%s/config.v2.json" % container) or {}
+                entry["unit"] = (config.get("Name") or "").lstrip("/") or "docker container %s" % container[:12]
+            else:
+                entry["unit"] = unit
+        out.append(entry)
+    return sorted(out, key=lambda e: (e["port"], e["address"]))
+
+
+def host_environment(module):
+    sources = [("/etc/environment", preflight.parse_env_lines(read("/etc/environment")))]
+    systemctl = module.get_bin_path("systemctl")
+    if systemctl:
+        rc, out, _err = module.run_command([systemctl, "show-environment"], environ_update={"LC_ALL": "C"})
+        if rc == 0:
+            sources.append(
+                ("systemd's manager environment (systemctl show-environment)", preflight.parse_env_lines(out))
+            )
+    return sources
+
+
+def docker_environment(client_config):
+    sources = []
+    for path in sorted(
+        glob.glob("/etc/systemd/system/docker.service.d/*.conf")
+        + glob.glob("/run/systemd/system/docker.service.d/*.conf")
+    ):
+        sources.append(("docker's systemd drop-in %s" % path, preflight.parse_unit_environment(read(path))))
+    sources.append(
+        ("/etc/docker/daemon.json (proxies)", preflight.docker_daemon_proxies(read_json("/etc/docker/daemon.json")))
+    )
+    sources.append(
+        (
+            "%s (proxies the docker client injects)" % client_config,
+            preflight.docker_client_proxies(read_json(client_config)),
+        )
+    )
+    return sources
+
+
+def nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and path != "/":
+        path = os.path.dirname(path)
+    return path
+
+
+def sizes(root):
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            full = os.path.join(folder, name)
+            try:
+                out[os.path.relpath(full, root)] = os.stat(full).st_size
+            except OSError:
+                continue
+    return out
+
+
+def folders(paths, sources):
+    sources = {k.rstrip("/") or "/": v for k, v in (sources or {}).items()}
+    out = []
+    for item in paths:
+        path = item["path"]
+        entry = {"path": path, "draft": bool(item.get("draft")), "exists": os.path.isdir(path)}
+        source = sources.get(path.rstrip("/") or "/")
+        if source:
+            entry["source"] = source
+            entry["source_exists"] = os.path.isdir(source)
+            if entry["source_exists"]:
+                have = sizes(path) if entry["exists"] else {}
+                entry["need"] = sum(size for rel, size in sizes(source).items() if have.get(rel) != size)
+        base = nearest_existing(path)
+        try:
+            st = os.statvfs(base)
+            entry["fs"] = os.stat(base).st_dev
+            entry["free"] = st.f_bavail * st.f_frsize
+        except OSError:
+            entry["fs"], entry["free"] = base, None
+        out.append(entry)
+    return out
+
+
+def shm_size():
+    if not os.path.isdir("/dev/shm"):
+        return None
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return st.f_blocks * st.f_frsize
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "host": {"type": "str", "required": True},
+            "ip": {"type": "str", "required": True},
+            "services": {"type": "list", "elements": "dict", "default": []},
+            "nic": {"type": "str"},
+            "talks_to": {"type": "dict", "default": {}},
+            "model_paths": {"type": "list", "elements": "dict", "default": []},
+            "sources": {"type": "dict", "default": {}},
+            "min_free_bytes": {"type": "int", "default": 5 * 1024**3},
+            "shm_bytes": {"type": "int", "default": 1024**3},
+            "checks": {"type": "dict", "default": {}},
+            "docker_client_config": {"type": "path", "default": "/root/.docker/config.json"},
+            "listen": {"type": "list", "elements": "dict", "default": []},
+            "listen_timeout": {"type": "float", "default": 15},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    host, services = p["host"], p["services"]
+
+    def wanted(name):
+        return bool(p["checks"].get(name, True))
+
+    problems = []
+    result = {"interfaces": [], "listeners": [], "folders": [], "shm_bytes": None, "listener": {}}
+    if wanted("addresses"):
+        result["interfaces"] = interfaces(module)
+        problems += preflight.check_address(
+            host, p["ip"], result["interfaces"], services, p["nic"] or None, resolve(p["ip"])
+        )
+    if wanted("ports"):
+        ports = {n for svc in services for port in svc.get("ports") or [] for n in preflight.port_range(port)}
+        result["listeners"] = listeners(ports)
+        problems += preflight.check_ports(host, services, result["listeners"])
+    if wanted("proxies"):
+        docker = any(svc.get("runtime") == "docker" for svc in services)
+        problems += preflight.check_proxies(
+            host,
+            p["ip"],
+            services,
+            p["talks_to"],
+            host_environment(module),
+            docker_environment(p["docker_client_config"]) if docker else [],
+        )
+    engines = any(svc.get("kind") == "vllm" for svc in services)
+    if wanted("space") and engines and p["model_paths"]:
+        result["folders"] = folders(p["model_paths"], p["sources"])
+        problems += preflight.check_space(host, result["folders"], p["min_free_bytes"])
+    if wanted("shm"):
+        result["shm_bytes"] = shm_size()
+        problems += preflight.check_shm(host, services, result["shm_bytes"], p["shm_bytes"])
+    if p["listen"]:
+        # Last: the port check above has read the host without these sockets.
+        result["listener"] = preflight.spawn_listener(p["listen"], host, p["listen_timeout"])
+        problems += preflight.listen_problems(host, result["listener"])
+    module.exit_json(changed=False, problems=preflight.messages(problems), **result)
+
+
+if __name__ == "__main__":
+    main()
