@@ -8,53 +8,17 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env
+from conftest import ROOT
+from sandbox_run import playbook, recap, run, systemctl
 
-INVENTORY = ROOT / "inventories" / "sandbox"
 HOSTS = ["k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode"]
 # The preflight stage probes the planned connections between the hosts of its play; under --limit
 # the other end is not in the play, so it is left out of the limited runs here.
 LIMITED = ("--skip-tags", "preflight")
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
-
-
-def run(*cmd, check=True, timeout=1800):
-    proc = subprocess.run(
-        [str(c) for c in cmd], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if check and proc.returncode:
-        raise AssertionError(
-            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
-        )
-    return proc
-
-
-def playbook(name, *args, check=True):
-    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *args, check=check)
-
-
-def recap(output):
-    return {
-        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
-    }
-
-
-def systemctl(host, *args):
-    return run(
-        VENV_BIN / "ansible",
-        host,
-        "-i",
-        INVENTORY,
-        "-m",
-        "ansible.builtin.command",
-        "-a",
-        "systemctl " + " ".join(args),
-    )
 
 
 def planned_hosts(output):

@@ -1,0 +1,42 @@
+"""Running Ansible against the sandbox's real test hosts, for the tests that use a deployed sandbox."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from conftest import ROOT, VENV_BIN, ansible_env
+
+INVENTORY = ROOT / "inventories" / "sandbox"
+HOST_VARS = INVENTORY / "host_vars"
+
+
+def run(*cmd, check=True, timeout=1800):
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode:
+        raise AssertionError(
+            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
+        )
+    return proc
+
+
+def playbook(name, *args, check=True):
+    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *args, check=check)
+
+
+def recap(output):
+    """PLAY RECAP counts by host."""
+    return {
+        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
+    }
+
+
+def adhoc(host, module, args, check=True):
+    return run(VENV_BIN / "ansible", host, "-i", INVENTORY, "-m", module, "-a", args, check=check)
+
+
+def systemctl(host, *args):
+    return adhoc(host, "ansible.builtin.command", "systemctl " + " ".join(args), check=False)
