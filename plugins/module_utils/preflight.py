@@ -289,20 +289,28 @@ def connections(plan):
     return sorted(found.values(), key=lambda c: (c["src"], c["dst"], c["port"]))
 
 
-def probes(plan, pairs=None):
-    """Per host: the ports to listen on (and who connects), the connections to make, whom each service talks to."""
+def probes(plan, pairs=None, hosts=None):
+    """Per host: the ports to listen on (and who connects), the connections to make, whom each service talks to.
+
+    ``hosts``: the hosts taking part (the play's, e.g. under --limit; default every planned host). A
+    connection with an end outside them is not tested (nothing listens or connects there), but still
+    counts for whom each service talks to.
+    """
     pairs = connections(plan) if pairs is None else pairs
     out = {h: {"listen": [], "connect": [], "talks_to": {}} for h in plan.get("hosts") or {}}
     listen = {}
+    taking_part = set(out) if hosts is None else set(hosts)
     for pair in pairs:
+        talks = out[pair["src"]]["talks_to"].setdefault(pair["src_service"], [])
+        if pair["ip"] not in talks:
+            talks.append(pair["ip"])
+        if pair["src"] not in taking_part or pair["dst"] not in taking_part:
+            continue
         out[pair["src"]]["connect"].append(
             {k: pair[k] for k in ("dst", "dst_service", "ip", "port", "name", "why", "src_service")}
         )
         listen.setdefault(pair["dst"], {}).setdefault(pair["port"], {"port": pair["port"], "name": pair["name"]})
         listen[pair["dst"]][pair["port"]].setdefault("expect", []).append(pair["src"])
-        talks = out[pair["src"]]["talks_to"].setdefault(pair["src_service"], [])
-        if pair["ip"] not in talks:
-            talks.append(pair["ip"])
     for host, ports in listen.items():
         out[host]["listen"] = [ports[p] for p in sorted(ports)]
     return out

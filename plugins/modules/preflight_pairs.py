@@ -25,6 +25,12 @@ options:
     description: The plan (C(plan.json) of the plan stage).
     type: dict
     required: true
+  hosts:
+    description:
+      - The hosts taking part (the play's hosts, e.g. under C(--limit)). A connection with an end outside
+        them is not tested; C(untested) counts them. Default every planned host.
+    type: list
+    elements: str
 attributes:
   check_mode:
     support: full
@@ -56,6 +62,11 @@ pairs:
   sample: [{"src": "k3-sb-front", "src_service": "router", "dst": "k3-sb-prefill", "dst_service": "prefill",
             "ip": "10.77.0.14", "port": 8100, "name": "prefill http",
             "why": "router waits for k3-sb-prefill/prefill to be healthy"}]
+untested:
+  description: How many connections have an end outside C(hosts) and are not tested.
+  returned: always
+  type: int
+  sample: 3
 hosts:
   description: Per host, the ports to listen on (with the hosts that connect), the connections to make, and
     the addresses each of its services talks to.
@@ -71,9 +82,15 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight import c
 
 
 def main():
-    module = AnsibleModule(argument_spec={"plan": {"type": "dict", "required": True}}, supports_check_mode=True)
-    pairs = connections(module.params["plan"])
-    module.exit_json(changed=False, pairs=pairs, hosts=probes(module.params["plan"], pairs))
+    module = AnsibleModule(
+        argument_spec={"plan": {"type": "dict", "required": True}, "hosts": {"type": "list", "elements": "str"}},
+        supports_check_mode=True,
+    )
+    plan, hosts = module.params["plan"], module.params["hosts"]
+    pairs = connections(plan)
+    inside = set(plan.get("hosts") or {}) if hosts is None else set(hosts)
+    untested = [p for p in pairs if p["src"] not in inside or p["dst"] not in inside]
+    module.exit_json(changed=False, pairs=pairs, untested=len(untested), hosts=probes(plan, pairs, hosts))
 
 
 if __name__ == "__main__":

@@ -248,6 +248,16 @@ def test_probes_give_each_host_its_listeners_connections_and_peers():
     assert probes["dp1"]["listen"] == [] and [c["port"] for c in probes["dp1"]["connect"]] == [13389]
 
 
+def test_probes_under_limit_test_only_connections_between_the_hosts_taking_part():
+    probes = preflight.probes(SANDBOX, hosts=["dp1", "prefill"])
+    # dp1's node 0 (dp0) is outside: nothing to connect to, nothing listens for it there.
+    assert probes["dp1"]["connect"] == [] and probes["dp0"]["listen"] == []
+    # prefill's MetaService is outside too; whom it talks to still counts (proxy variables).
+    assert probes["prefill"]["connect"] == [] and "10.77.0.11" in probes["prefill"]["talks_to"]["prefill"]
+    everyone = preflight.probes(SANDBOX, hosts=list(SANDBOX["hosts"]))
+    assert everyone == preflight.probes(SANDBOX)
+
+
 # ------------------------------------------------------------------------------ address and NIC
 IFACES = [
     {"name": "lo", "state": "UNKNOWN", "addresses": ["127.0.0.1", "::1"]},
