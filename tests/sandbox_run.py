@@ -11,9 +11,16 @@ INVENTORY = ROOT / "inventories" / "sandbox"
 HOST_VARS = INVENTORY / "host_vars"
 
 
-def run(*cmd, check=True, timeout=1800):
+def run(*cmd, check=True, env=None, timeout=1800):
+    """Run a command from the checkout with Ansible's environment (plus ``env``); fail with its output."""
     proc = subprocess.run(
-        [str(c) for c in cmd], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=timeout, check=False
+        [str(c) for c in cmd],
+        cwd=ROOT,
+        env={**ansible_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     if check and proc.returncode:
         raise AssertionError(

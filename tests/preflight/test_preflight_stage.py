@@ -14,11 +14,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env
+from conftest import ROOT, VENV_BIN
+from sandbox_run import recap, run
 
 INVENTORY = ROOT / "inventories" / "sandbox"
 HOST_VARS = INVENTORY / "host_vars"
@@ -52,23 +52,6 @@ ls -A /root/.ansible_async 2>/dev/null | sed 's/^/async job file: /'
 """
 
 
-def run(*cmd, check=True, env=None, timeout=900):
-    proc = subprocess.run(
-        [str(c) for c in cmd],
-        cwd=ROOT,
-        env={**ansible_env(), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if check and proc.returncode:
-        raise AssertionError(
-            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
-        )
-    return proc
-
-
 def site(*args, check=True):
     """site.yml on the sandbox, with each role's time (ansible.posix.profile_roles)."""
     started = time.monotonic()
@@ -95,13 +78,6 @@ def role_seconds(output, role):
 def flat(output):
     """The output with the callback's line folding undone (one space for every run of white space)."""
     return re.sub(r"\s+", " ", output)
-
-
-def recap(output):
-    return {
-        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
-    }
 
 
 def snapshot():

@@ -7,10 +7,11 @@ starts with; the repository of doubles (build_repo.py) is mounted read-only into
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 
-from conftest import ROOT, VENV_BIN, ansible_env
+from conftest import ROOT, VENV_BIN
+from sandbox_run import recap, run
+
+__all__ = ["REPO", "ROOT", "TestHosts", "recap", "run"]
 
 HERE = ROOT / "tests" / "prerequisites"
 REPO = ROOT / ".cache" / "test-repo"
@@ -18,31 +19,6 @@ REPO = ROOT / ".cache" / "test-repo"
 
 # Debian packages the hosts install from "the distribution" (tools/fetch_debs.sh, an install step).
 DEBIAN_DEBS = ROOT / ".cache" / "debian-debs"
-
-
-def run(*cmd, check=True, env=None, timeout=1800):
-    proc = subprocess.run(
-        [str(c) for c in cmd],
-        cwd=ROOT,
-        env={**ansible_env(), **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if check and proc.returncode:
-        raise AssertionError(
-            "%s failed (%d):\n%s\n%s" % (cmd, proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])
-        )
-    return proc
-
-
-def recap(output):
-    """PLAY RECAP counters per host."""
-    return {
-        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
-        for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", output, re.M)
-    }
 
 
 class TestHosts:
