@@ -156,7 +156,10 @@ def test_a_healthy_sandbox_passes_in_seconds_and_changes_nothing(sandbox):
     before = snapshot()
     out = site("--tags", "plan,preflight")
     assert "PLAY [Preflight" in out.stdout and "Nothing stands in the way" in out.stdout
-    assert all(c["changed"] == 0 and c["failed"] == 0 for c in recap(out.stdout).values()), out.stdout[-3000:]
+    counts = recap(out.stdout)
+    assert all(c["failed"] == 0 for c in counts.values()), out.stdout[-3000:]
+    # No host changes; the controller may write the plan folder (the first plan of a fresh checkout).
+    assert all(c["changed"] == 0 for h, c in counts.items() if h != "localhost"), out.stdout[-3000:]
     assert "k3-sb-dp1: 1 connection(s) to other hosts" in flat(out.stdout)  # the follower reached node 0
     seconds = role_seconds(out.stdout, "preflight")
     print("preflight stage: %.1f s (whole run with the plan: %.1f s)" % (seconds, out.seconds))
