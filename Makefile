@@ -75,22 +75,22 @@ lint: venv
 	$(BIN)/ansible-lint --nocolor
 
 # Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
-# hosts; host preflight (a wrong NIC, a taken port, a blocked connection, a proxy variable);
-# the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test hosts
-# with packaged test doubles); the molecule cluster scenario (create, converge, idempotence,
-# verify, destroy); the fault and --limit tests on a deployed cluster.
+# hosts; the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test
+# hosts with packaged test doubles); the molecule cluster scenario (create, converge, idempotence,
+# verify, destroy); the fault and --limit tests on a deployed cluster; host preflight (a wrong
+# NIC, a taken port, a blocked connection, a proxy variable).
 test: venv venv-vllm lint
 	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
-	# The preflight tests block a connection with an nftables rule inside a test host.
-	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
-	$(BIN)/pytest tests/preflight $(PYTEST_ARGS)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/molecule test -s cluster
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
+	# The preflight tests block a connection with an nftables rule inside a test host.
+	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
+	$(BIN)/pytest tests/preflight $(PYTEST_ARGS)
 
 # The quick loop: no venv but the controller's, no root, no cluster.
 test-fast: venv
