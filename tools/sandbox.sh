@@ -20,6 +20,10 @@
 #   K3SB_HOSTS_FILE                the hosts to create (default tools/sandbox-hosts.txt)
 #   K3SB_EXTRA_BINDS               more folders (space-separated) mounted read-only in every host
 #   K3SB_INVENTORY                 the hosts.yml to write (default inventories/sandbox/hosts.yml)
+#
+# Host keys: every host gets its own SSH host keys when it is made; `up` writes their public halves
+# to a known_hosts file of this host set (in .cache/sandbox), and the generated inventory points
+# Ansible at it. Host-key checking stays on: nothing here turns it off.
 set -euo pipefail
 
 # Physical path: venvs record the real path of the folder they were made in (getcwd resolves links).
@@ -48,6 +52,12 @@ MODELS=$SANDBOX_CACHE/models
 SHARED=$SANDBOX_CACHE/shared
 SHARED_MOUNT=/srv/k3-shared
 INVENTORY=${K3SB_INVENTORY:-$REPO/inventories/sandbox/hosts.yml}
+# One known_hosts file per inventory: host sets made from other hosts files reuse the addresses.
+if [[ -z ${K3SB_INVENTORY:-} ]]; then
+  KNOWN_HOSTS=$SANDBOX_CACHE/known_hosts
+else
+  KNOWN_HOSTS=$SANDBOX_CACHE/known_hosts-$(printf %s "$INVENTORY" | sha256sum | cut -c1-12)
+fi
 TIMEOUT=${K3SB_TIMEOUT:-120}
 STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
 # A container's console when its orderly halt went wrong (see stop_hosts).
@@ -55,7 +65,7 @@ HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency fa
 RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
 # More read-only folders for every host, at the same path (e.g. a test package repository).
 read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
-SSH_OPTS=(-i "$KEY" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+SSH_OPTS=(-i "$KEY" -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$KNOWN_HOSTS"
   -o LogLevel=ERROR -o ConnectTimeout=3 -o ControlMaster=no -o ControlPath=none)
 
 # --- output ---------------------------------------------------------------------------------
@@ -378,6 +388,18 @@ wait_ready() { # host names
   done
 }
 
+# The public host keys of every host, by address and name: what Ansible and ssh check them against.
+write_known_hosts() {
+  local h pub out=""
+  for h in "${NAMES[@]}"; do
+    for pub in "$STATE_DIR/hosts/$h/root/etc/ssh"/ssh_host_*_key.pub; do
+      [[ -f $pub ]] || die "$h: no SSH host key in $pub"
+      out+="${IP[$h]},$h $(cut -d' ' -f1-2 "$pub")"$'\n'
+    done
+  done
+  if write_if_changed "$KNOWN_HOSTS" "${out%$'\n'}"; then log "known hosts: wrote ${KNOWN_HOSTS#"$REPO"/}"; fi
+}
+
 write_inventory() {
   local h g groups=() out
   declare -A seen=()
@@ -392,6 +414,8 @@ write_inventory() {
     printf 'all:\n  vars:\n    ansible_user: root\n'
     printf '    ansible_ssh_private_key_file: "%s"\n' "$KEY"
     printf '    ansible_python_interpreter: /usr/bin/python3\n'
+    # The hosts' own keys, written by `up`: Ansible checks each host key against them.
+    printf '    ansible_ssh_common_args: "-o UserKnownHostsFile=%s"\n' "$KNOWN_HOSTS"
     # The checkout the hosts mount (venvs, model): group_vars/all.yml builds its paths on it.
     printf '    k3_sandbox_root: "%s"\n  hosts:\n' "$REPO"
     for h in "${NAMES[@]}"; do printf '    %s:\n      ansible_host: %s\n' "$h" "${IP[$h]}"; done
@@ -442,6 +466,7 @@ cmd_up() {
   done
   ((${#kept[@]} == 0)) || log "already up: ${kept[*]}"
   ((${#started[@]} == 0)) || log "booting: ${started[*]}"
+  write_known_hosts
   wait_ready "${NAMES[@]}"
   log "ssh + systemd ready on ${#NAMES[@]} hosts"
   write_inventory
@@ -540,7 +565,7 @@ cmd_down() {
   if mountpoint -q /run/netns && [[ -z $(ls -A /run/netns) ]]; then
     if umount /run/netns 2>/dev/null; then rmdir /run/netns 2>/dev/null || true; fi
   fi
-  rm -f "$INVENTORY"
+  rm -f "$INVENTORY" "$KNOWN_HOSTS"
   rmdir --ignore-fail-on-non-empty "$(dirname "$INVENTORY")" 2>/dev/null || true
   rm -rf "$RUN_DIR" "$STATE_DIR"
   if [[ $purge == --purge ]]; then

@@ -23,6 +23,7 @@ from sandbox_run import recap, run
 INVENTORY = ROOT / "inventories" / "sandbox"
 HOST_VARS = INVENTORY / "host_vars"
 KEY = ROOT / ".cache" / "sandbox" / "id_ed25519"
+KNOWN_HOSTS = ROOT / ".cache" / "sandbox" / "known_hosts"  # written by tools/sandbox.sh up
 ADDRESS = {
     "k3-sb-front": "10.77.0.11",
     "k3-sb-dp0": "10.77.0.12",
@@ -104,9 +105,9 @@ def ssh(host, command, check=True):
         "-o",
         "BatchMode=yes",
         "-o",
-        "StrictHostKeyChecking=no",
+        "StrictHostKeyChecking=yes",
         "-o",
-        "UserKnownHostsFile=/dev/null",
+        "UserKnownHostsFile=%s" % KNOWN_HOSTS,
         "-o",
         "LogLevel=ERROR",
         "root@%s" % ADDRESS[host],

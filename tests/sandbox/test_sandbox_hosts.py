@@ -6,6 +6,7 @@ Needs root (network namespaces, overlay mounts, systemd-nspawn). One `up` for th
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
@@ -113,6 +114,62 @@ def test_inventory_lists_hosts_groups_and_connection(cluster):
     assert "ansible_python_interpreter: /usr/bin/python3" in text
     for group in ("router", "metaservice", "engine", "prefill", "decode"):
         assert re.search(r"^    %s:\n      hosts:$" % group, text, re.M)
+
+
+KNOWN_HOSTS = ROOT / ".cache" / "sandbox" / "known_hosts"
+
+
+def test_inventory_checks_host_keys_against_the_hosts_own_keys(cluster):
+    text = INVENTORY.read_text()
+    assert 'ansible_ssh_common_args: "-o UserKnownHostsFile=%s"' % KNOWN_HOSTS in text
+    assert "StrictHostKeyChecking=no" not in text and "/dev/null" not in text
+    lines = KNOWN_HOSTS.read_text().splitlines()
+    for name, ip in HOSTS.items():
+        root = Path("/var/lib/k3-sandbox/hosts") / name / "root" / "etc" / "ssh"
+        for pub in sorted(root.glob("ssh_host_*_key.pub")):
+            assert "%s,%s %s" % (ip, name, " ".join(pub.read_text().split()[:2])) in lines, (name, pub)
+    assert len(lines) == 2 * len(HOSTS)
+
+
+def test_a_production_inventory_keeps_host_key_checking_on(cluster, tmp_path):
+    """The repository's ansible.cfg with an inventory that does not name the sandbox's known_hosts: the same
+    host, user and login key, but its host key is unknown, so Ansible refuses to connect."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    dump = subprocess.run(
+        [str(ANSIBLE) + "-config", "dump", "--format", "json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    settings = {s["name"]: s["value"] for s in json.loads(dump.stdout) if "name" in s}
+    assert settings["HOST_KEY_CHECKING"] is True
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "ansible.cfg")
+    ssh_args = cfg.get("ssh_connection", "ssh_args")
+    assert "StrictHostKeyChecking" not in ssh_args and "UserKnownHostsFile" not in ssh_args, ssh_args
+    host, ip = next(iter(HOSTS.items()))
+    inventory = tmp_path / "prod.yml"
+    inventory.write_text(
+        "all:\n  hosts:\n    %s:\n      ansible_host: %s\n      ansible_user: root\n"
+        "      ansible_ssh_private_key_file: %s\n" % (host, ip, ROOT / ".cache" / "sandbox" / "id_ed25519")
+    )
+    env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    proc = subprocess.run(
+        [str(ANSIBLE), host, "-i", str(inventory), "-m", "ansible.builtin.ping"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"][host]
+    assert result.get("unreachable"), result
+    assert "Host key verification failed" in result["msg"], result["msg"]
 
 
 def test_every_host_answers_ansible_ping(cluster):
