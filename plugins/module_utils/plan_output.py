@@ -31,6 +31,12 @@ def launch_script(plan, host, service):
     )
     for key, value in service["env"].items():
         lines.append("export %s=%s" % (key, shlex.quote(value)))
+    for key, which in (service.get("secret_env") or {}).items():
+        # The keys are not in the plan: the script takes them from the caller's environment.
+        what = "every key of k3_api_key, comma-separated" if which == "all" else "the first key of k3_api_key"
+        lines.append('export %s="${%s:?set %s to %s}"' % (key, key, key, what))
+    for spec in service.get("secret_files") or []:
+        lines.append("# %s: a 0600 file of every key of k3_api_key (api-key: [...]), the role writes it" % spec["path"])
     lines.extend(shell_lines({"prepend": (service.get("shell") or {}).get("prepend") or {}}))
     lines.append("exec " + " \\\n    ".join(_argv_lines(service["argv"])))
     return "\n".join(lines) + "\n"
@@ -74,11 +80,18 @@ def summary_table(plan):
                     ",".join(svc["after"] + ["%s(started)" % a for a in svc.get("after_started", [])]) or "-",
                 )
             )
+    auth = plan.get("auth") or {}
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     head = [
         "profile: %s (%s)" % (plan["profile"], plan.get("title", "")),
         "endpoint: %s" % ((plan.get("endpoint") or {}).get("url", "-")),
+        "API keys: %s"
+        % (
+            "required (%d accepted, from %s)" % (auth["keys"], auth["variable"])
+            if auth.get("api_key")
+            else "none (anyone who reaches the endpoint can use it: set k3_api_key)"
+        ),
         "",
     ]
     return "\n".join(head + text) + "\n"

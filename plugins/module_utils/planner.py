@@ -24,6 +24,7 @@ from __future__ import annotations
 import traceback
 
 from . import formulas
+from .plan_auth import AuthMixin
 from .plan_checks import ChecksMixin
 from .plan_inputs import FACT_VARIABLES, ROLE_GROUPS, InputsMixin
 from .plan_layout import LayoutMixin
@@ -62,7 +63,7 @@ TEMPLATE_FUNCTIONS = {
 RENDERER = Renderer(TEMPLATE_FUNCTIONS)
 
 
-class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
+class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
     def __init__(self, inventory, profile_dir=None):
         self.profile_dir = profile_dir
         self.problems = []
@@ -164,8 +165,10 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
         if self.problems:
             raise self.error()
         self.check_rules(params, rendered)
+        keys = self.read_auth(hosts)
         if self.problems:
             raise self.error()
+        auth = self.apply_auth(keys, rendered, params)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:
@@ -191,6 +194,7 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin):
             "platform": profile.get("platform"),
             "parameters": {k: v for k, v in params.items() if k != "profile"},
             "endpoint": self.endpoint(pools, services_spec),
+            "auth": auth,
             "hosts": ordered_hosts,
             "index": index,
             "verify": verify,

@@ -256,6 +256,8 @@ def check_value(decl, value):
         return _check_env(value)
     if kind == "args":
         return _check_args_shape(value)
+    if kind == "secret":
+        return _check_secret(value)
     raise Invalid("has an undeclared type %r" % kind, "a value of a declared type")
 
 
@@ -280,7 +282,37 @@ def _expected(decl):
         "mapping": "a mapping" + (" with keys %s" % ", ".join(spec["keys"]) if spec.get("keys") else ""),
         "env": "a mapping of NAME: value",
         "args": "a list of --flag or {--flag: value}",
+        "secret": _SECRET_EXPECTED,
     }.get(kind, "a value")
+
+
+_SECRET_EXPECTED = "a key (a text without spaces or commas) or a list of such keys, e.g. from Ansible Vault"
+
+
+def secret_keys(value):
+    """The keys of a secret value (a key or a list of keys), in order; [] when unset."""
+    if not value:
+        return []
+    return [str(value)] if isinstance(value, str) else [str(v) for v in value]
+
+
+def _check_secret(value):
+    """A key or a list of keys. The messages describe the value, never show it."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        what = "an empty list" if isinstance(items, list) else "a %s" % type(value).__name__
+        raise Invalid("is %s, not a key" % what, _SECRET_EXPECTED)
+    for n, item in enumerate(items, 1):
+        where = "" if isinstance(value, str) else "item %d " % n
+        if not isinstance(item, str):
+            raise Invalid("%sis a %s, not a text" % (where, type(item).__name__), _SECRET_EXPECTED)
+        if not item.strip():
+            raise Invalid("%sis empty" % where, _SECRET_EXPECTED)
+        if any(c.isspace() or c == "," or not c.isprintable() for c in item):
+            raise Invalid("%shas a space, a comma or a control character" % where, _SECRET_EXPECTED)
+    if len(set(items)) != len(items):
+        raise Invalid("lists one key twice", _SECRET_EXPECTED)
+    return value
 
 
 def _check_str(decl, value):

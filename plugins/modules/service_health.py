@@ -37,6 +37,13 @@ options:
       health:
         description: The plan's health entry (a mapping with C(url)), used when O(services[].url) is not given.
         type: dict
+  api_key:
+    description:
+      - A bearer key sent with every health request (C(Authorization) header), for front services whose
+        health route needs one (vllm-router with inbound keys). Never logged.
+      - Empty sends none.
+    type: str
+    default: ""
   timeout:
     description: Seconds to wait for all services.
     type: int
@@ -139,12 +146,13 @@ def journal(module, unit, lines):
     return (out or err).rstrip()
 
 
-def healthy_url(url):
+def healthy_url(url, api_key=""):
     parts = urlsplit(url)
     conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     conn = conn_class(parts.hostname, parts.port, timeout=5)
+    headers = {"Authorization": "Bearer " + api_key} if api_key else {}
     try:
-        conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""))
+        conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers=headers)
         resp = conn.getresponse()
         resp.read()
         return resp.status == 200
@@ -168,6 +176,7 @@ def main():
                     "health": {"type": "dict"},
                 },
             },
+            "api_key": {"type": "str", "default": "", "no_log": True},
             "timeout": {"type": "int", "default": 900},
             "delay": {"type": "float", "default": 2},
             "journal_lines": {"type": "int", "default": 60},
@@ -202,7 +211,7 @@ def main():
                 state = "failed"
             elif active in ("inactive", "deactivating") and module.params["require_active"]:
                 state = "stopped"
-            elif svc.get("url") and active == "active" and healthy_url(svc["url"]):
+            elif svc.get("url") and active == "active" and healthy_url(svc["url"], module.params["api_key"]):
                 state = "healthy"
             elif not svc.get("url") and active == "active":
                 state = "healthy"

@@ -1,0 +1,121 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""API keys in the plan: which service reads which key from where. Never the keys themselves.
+
+``k3_api_key`` is one key or a list. The plan records how many there are and, for every
+service, the environment variables and files the service_unit role fills with them when it
+writes the 0600 environment file (``secret_env``: variable -> ``primary`` | ``all``) and the
+0600 secret files (``secret_files``). What each component supports (measured on vLLM 0.32.0,
+vllm-router 0.1.17 and the vllm-ascend proxy):
+
+- vLLM guards its API routes (/v1, /v2, /inference, /cohere; not /health or /metrics) with
+  VLLM_API_KEY, one key. More keys only come as --api-key values: with a list they go into a
+  0600 YAML file read with --config, so no key is in argv.
+- vllm-router checks clients only through validation URLs, which its launcher cannot set; it
+  sends OPENAI_API_KEY from its environment to the engines on P/D requests and --api-key on
+  the others. The collection's launcher (vllm-router-auth.py, a plan file) takes both from
+  the environment and answers the validation itself on the loopback.
+- The Ascend P/D proxy authenticates no client; it sends OPENAI_API_KEY to the engines. Its
+  port is closed to everyone but the deployment and k3_client_networks by the firewall.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .variables import secret_keys
+
+AUTH_VARIABLE = "k3_api_key"
+ROUTER_LAUNCHER = "vllm-router-auth.py"
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def router_launcher_source():
+    with open(os.path.join(_DATA, "vllm_router_auth.py"), encoding="utf-8") as handle:
+        return handle.read()
+
+
+class AuthMixin:
+    """Reads k3_api_key (its shape, never its value into the plan) and wires services to it."""
+
+    def read_auth(self, hosts):
+        """How many keys the deployment has (0: no authentication)."""
+        counts = {}
+        values = {}
+        for host in hosts:
+            if (host, AUTH_VARIABLE) in self.reported:
+                return 0
+            value = self.hv(host, AUTH_VARIABLE)
+            keys = secret_keys(value)
+            counts[host] = len(keys)
+            values.setdefault(tuple(keys), []).append(host)
+        if len(values) > 1:
+            self.problem(
+                "all",
+                AUTH_VARIABLE,
+                "the hosts of one deployment have different keys (%d different values)" % len(values),
+                "set %s once, in all.vars (or the vault file every host reads)" % AUTH_VARIABLE,
+            )
+            return 0
+        return next(iter(counts.values()), 0)
+
+    def apply_auth(self, keys, rendered, params):
+        """Give each rendered service the keys it needs; returns the plan's ``auth`` entry."""
+        if not keys:
+            return {"api_key": False, "keys": 0, "variable": AUTH_VARIABLE}
+        config_dir = params.get("config_dir") or "/etc/kimi-k3"
+        for _host, svc in rendered:
+            kind = svc["kind"]
+            if kind == "vllm":
+                svc["secret_env"] = {"VLLM_API_KEY": "primary"}
+                if keys > 1 and svc["serves_http"]:
+                    path = "%s/%s.api-keys.yaml" % (config_dir, svc["name"])
+                    svc["secret_files"] = [{"path": path, "format": "vllm_config_api_keys"}]
+                    svc["argv"] += ["--config", path]
+                    _mount(svc, config_dir)
+            elif kind == "router":
+                svc["secret_env"] = {"OPENAI_API_KEY": "primary", "K3_API_KEYS": "all"}
+                launcher = "%s/%s" % (config_dir, ROUTER_LAUNCHER)
+                if svc["argv"] and os.path.basename(svc["argv"][0]) == "vllm-router":
+                    svc["argv"] = ["python3", launcher] + svc["argv"][1:]
+                svc.setdefault("files", []).append(
+                    {"path": launcher, "mode": "0644", "content": router_launcher_source()}
+                )
+                _mount(svc, config_dir)
+            elif kind == "proxy":
+                svc["secret_env"] = {"OPENAI_API_KEY": "primary"}
+        return {"api_key": True, "keys": keys, "variable": AUTH_VARIABLE}
+
+
+def _mount(svc, folder):
+    """A containerised service sees the configuration folder (read only)."""
+    if svc["runtime"] != "docker":
+        return
+    container = svc.setdefault("container", {}) or {}
+    volumes = list(container.get("volumes") or [])
+    if not any(str(v).split(":")[0] == folder for v in volumes):
+        volumes.append("%s:%s:ro" % (folder, folder))
+    container["volumes"] = volumes
+    svc["container"] = container
+
+
+# ---------------------------------------------------------------------- on the hosts (roles)
+def resolve_secret_env(spec, value):
+    """``secret_env`` of a planned service with the keys filled in (for the 0600 environment file)."""
+    keys = secret_keys(value)
+    if not spec:
+        return {}
+    if not keys:
+        raise ValueError("the plan wants API keys (secret_env) but k3_api_key is not set: set it, or re-plan")
+    return {name: ",".join(keys) if which == "all" else keys[0] for name, which in spec.items()}
+
+
+def secret_file_content(spec, value):
+    """The text of one ``secret_files`` entry of a planned service."""
+    keys = secret_keys(value)
+    if not keys:
+        raise ValueError("the plan wants API keys (secret_files) but k3_api_key is not set: set it, or re-plan")
+    if spec.get("format") != "vllm_config_api_keys":
+        raise ValueError("unknown secret file format %r" % spec.get("format"))
+    # JSON strings are YAML; vLLM's --config turns the list into --api-key k1 k2 ...
+    return "api-key: [%s]\n" % ", ".join('"%s"' % k for k in keys)

@@ -1,0 +1,222 @@
+"""API keys on the real sandbox: 401 without a key, 200 with one, and the keys nowhere they must not be.
+
+Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService over SSH. The sandbox
+is deployed with two random keys from an Ansible Vault file made by tools/sandbox_secrets.sh's
+method (a pipe into ansible-vault): no key is ever in an argument list, this test's included.
+While site.yml runs, every process's argv on the machine (every test host's processes too) is
+sampled for the keys. Needs root; the module builds the sandbox and removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, VENV_BIN, ansible_env
+from sandbox_run import INVENTORY, playbook, recap, run
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+
+ROUTER = "http://10.77.0.11:8000"
+ENGINE = "http://10.77.0.12:8000"  # node 0 of the data-parallel engine: it serves clients itself
+PREFILL = "http://10.77.0.14:8100"
+DECODE = "http://10.77.0.15:8200"
+# The only files that may hold a key: the 0600 environment files (and, with several keys, vLLM's key files).
+ALLOWED = ("/etc/kimi-k3/", (".env", ".api-keys.yaml"))
+HERE = Path(__file__).resolve().parent
+
+
+class ArgvWatch(threading.Thread):
+    """Reads /proc/*/cmdline of every process on the machine until stopped; keeps any that holds a key."""
+
+    def __init__(self, keys):
+        super().__init__(daemon=True)
+        self.keys = [k.encode() for k in keys]
+        self.hits = []
+        self.samples = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            for proc in Path("/proc").glob("[0-9]*"):
+                try:
+                    argv = (proc / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if any(k in argv for k in self.keys):
+                    self.hits.append((proc.name, argv.replace(b"\0", b" ")[:80]))
+            self.samples += 1
+            self.stop.wait(0.2)
+
+
+def request(url, key=None, body=None, method=None):
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = "Bearer " + key
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    keys = ["sk-k3-test-" + secrets.token_urlsafe(24), "sk-k3-test-" + secrets.token_urlsafe(24)]
+    vault = tmp_path_factory.mktemp("vault")
+    password = vault / "vault-password"
+    password.write_text(secrets.token_urlsafe(32) + "\n")
+    password.chmod(0o600)
+    secrets_file = vault / "secrets.yml"
+    subprocess.run(
+        [VENV_BIN / "ansible-vault", "encrypt", "--vault-password-file", password, "--output", secrets_file, "-"],
+        input="---\nk3_api_key:\n  - %s\n  - %s\n" % tuple(keys),
+        text=True,
+        check=True,
+        capture_output=True,
+        env=ansible_env(),
+    )
+    plan_dir = tmp_path_factory.mktemp("plan")
+    args = ("-e", "@%s" % secrets_file, "--vault-password-file", password, "-e", "k3_plan_dir=%s" % plan_dir)
+    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
+    run("tools/sandbox.sh", "up")
+    watch = ArgvWatch(keys)
+    watch.start()
+    try:
+        first = playbook("site.yml", "--diff", *args)
+        second = playbook("site.yml", *args)
+        watch.stop.set()
+        watch.join()
+        yield {
+            "keys": keys,
+            "args": args,
+            "plan_dir": plan_dir,
+            "runs": [first, second],
+            "watch": watch,
+        }
+    finally:
+        watch.stop.set()
+        run("tools/sandbox.sh", "down", check=False)
+
+
+def test_front_door_needs_a_key(deployed):
+    key, other = deployed["keys"]
+    chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    assert request(ROUTER + "/v1/models")[0] == 401
+    assert request(ROUTER + "/v1/models", "sk-k3-wrong")[0] == 401
+    assert request(ROUTER + "/v1/chat/completions", None, chat)[0] == 401
+    # vllm-router's validation guards /health too.
+    assert request(ROUTER + "/health")[0] == 401
+    for good in (key, other):
+        status, text = request(ROUTER + "/v1/models", good)
+        assert status == 200 and "kimi-k3-sandbox" in text
+        status, text = request(ROUTER + "/v1/chat/completions", good, chat)
+        assert status == 200, text
+        assert json.loads(text)["usage"]["completion_tokens"] > 0
+
+
+def test_engines_need_the_key_too(deployed):
+    key, other = deployed["keys"]
+    for url in (ENGINE, PREFILL, DECODE):
+        assert request(url + "/v1/models")[0] == 401, url
+        assert request(url + "/v1/models", "sk-k3-wrong")[0] == 401, url
+        assert request(url + "/v1/models", key)[0] == 200, url
+        # vLLM does not guard /health (nor /metrics): the firewall keeps them to the deployment.
+        assert request(url + "/health")[0] == 200, url
+    # Node 0 of the data-parallel engine is a front door of its own: every key works there.
+    assert request(ENGINE + "/v1/models", other)[0] == 200
+
+
+def test_router_worker_list_is_unchanged_by_an_unauthenticated_admin_call(deployed):
+    key = deployed["keys"][0]
+    status, before = request(ROUTER + "/list_workers", key)
+    assert status == 200
+    urls = json.loads(before)["urls"]
+    assert sorted(urls) == sorted([PREFILL, DECODE])
+    for who in (None, "sk-k3-wrong"):
+        assert request(ROUTER + "/remove_worker?url=" + DECODE, who, method="POST")[0] == 401
+        assert request(ROUTER + "/add_worker?url=http://10.77.0.99:9", who, method="POST")[0] == 401
+        assert request(ROUTER + "/list_workers", who)[0] == 401
+    status, after = request(ROUTER + "/list_workers", key)
+    assert status == 200 and sorted(json.loads(after)["urls"]) == sorted(urls)
+
+
+def test_no_key_in_any_argv_while_deploying(deployed):
+    watch = deployed["watch"]
+    assert watch.samples > 100, watch.samples
+    assert watch.hits == []
+    # And now, with every service running.
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        assert not any(k.encode() in argv for k in deployed["keys"]), proc
+
+
+def test_no_key_in_the_ansible_output_or_the_plan(deployed):
+    keys = deployed["keys"]
+    first, second = deployed["runs"]
+    for out in (first, second):
+        assert not any(k in out.stdout or k in out.stderr for k in keys)
+    assert "censored due to no_log" in first.stdout
+    files = [p for p in deployed["plan_dir"].rglob("*") if p.is_file()]
+    assert any(p.name == "plan.json" for p in files) and len(files) > 5
+    for path in files:
+        text = path.read_text()
+        assert not any(k in text for k in keys), path
+    plan = json.loads((deployed["plan_dir"] / "plan.json").read_text())
+    assert plan["auth"] == {"api_key": True, "keys": 2, "variable": "k3_api_key"}
+
+
+def test_keys_only_in_0600_root_files_and_nowhere_in_the_journals(deployed):
+    """On every host: the files holding a key (a grep over the whole file system but /proc, /sys and
+    the read-only checkout) are the planned 0600 ones; no journal line holds a key."""
+    out = run(
+        VENV_BIN / "ansible-playbook",
+        HERE / "scan.yml",
+        "-i",
+        INVENTORY,
+        *deployed["args"],
+        env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"},
+    )
+    assert not any(k in out.stdout or k in out.stderr for k in deployed["keys"])
+    last = json.loads(out.stdout)["plays"][0]["tasks"][-1]["hosts"]
+    found = {h: r["ansible_facts"]["scan_result"] for h, r in last.items()}
+    assert sorted(found) == ["k3-sb-decode", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-front", "k3-sb-prefill"]
+    for host, result in found.items():
+        assert result["journal_hits"] == 0, host
+        assert result["journal_lines"] > 100, host
+        assert result["files"], host  # each host runs at least one service with a key
+        for entry in result["files"]:
+            path = entry["path"]
+            assert path.startswith(ALLOWED[0]) and path.endswith(ALLOWED[1]), (host, path)
+            assert (entry["mode"], entry["pw_name"]) == ("0600", "root"), (host, entry)
+    engines = {e["path"] for e in found["k3-sb-dp0"]["files"]}
+    assert engines == {"/etc/kimi-k3/engine.env", "/etc/kimi-k3/engine.api-keys.yaml"}
+    assert {e["path"] for e in found["k3-sb-front"]["files"]} == {"/etc/kimi-k3/router.env"}
+
+
+def test_second_run_changes_nothing(deployed):
+    counts = recap(deployed["runs"][1].stdout)
+    assert counts and all(c["changed"] == 0 for c in counts.values()), counts
+
+
+def test_health_waits_and_verify_carry_the_key(deployed):
+    text = deployed["runs"][0].stdout
+    assert "KV cache moved" in text
+    # The router's health route needs the key: site.yml got past its wait and verify's requests.
+    assert "k3-router" in text and "failed=0" in text
+    started = time.monotonic()
+    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+    assert time.monotonic() - started < 10
