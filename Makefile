@@ -87,6 +87,8 @@ lint: venv
 # NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401 without one,
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints).
 test: venv venv-vllm lint
+	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
+	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
@@ -95,8 +97,6 @@ test: venv venv-vllm lint
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/molecule test -s cluster
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
-	# The preflight tests block a connection with an nftables rule inside a test host.
-	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	$(BIN)/pytest tests/preflight $(PYTEST_ARGS)
 	$(BIN)/pytest tests/security $(PYTEST_ARGS)
 

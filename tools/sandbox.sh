@@ -42,6 +42,8 @@ BASE_PACKAGES+=,libnuma1,libgomp1
 # ansible.builtin.deb822_repository (the prerequisites roles' package repositories) needs it;
 # ansible.posix.synchronize (model_weights staging) runs rsync on the node.
 BASE_PACKAGES+=,python3-debian,rsync
+# The firewall role loads the deployment's nftables table on every host.
+BASE_PACKAGES+=,nftables
 # The stamp's first line: a base built from another recipe is rebuilt.
 BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
 STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
@@ -311,7 +313,7 @@ teardown_host() { # $1 = name, $2 = address (optional)
 # What a running host must match to be kept by `up`: its address, the checkout whose folders it
 # mounts (another clone's hosts are made anew), the mounts and the controller key it trusts.
 host_signature() { # $1 = name
-  printf 'ip=%s repo=%s binds=%s key=%s\n' "${IP[$1]}" "$REPO" "${BINDS[*]}" "$(cut -d' ' -f2 "$KEY.pub")"
+  printf 'ip=%s repo=%s binds=%s key=%s caps=net_admin\n' "${IP[$1]}" "$REPO" "${BINDS[*]}" "$(cut -d' ' -f2 "$KEY.pub")"
 }
 
 start_host() { # $1 = name
@@ -331,7 +333,9 @@ start_host() { # $1 = name
 
   local args=(--quiet --boot --register=no --keep-unit "--directory=$dir/root" "--machine=$name"
     "--network-namespace-path=/run/netns/$name" --resolv-conf=off --timezone=off --link-journal=no
-    --console=read-only)
+    --console=read-only
+    # The host's own network namespace: its root may change its firewall (the firewall role's nftables).
+    --capability=CAP_NET_ADMIN)
   for b in "${BINDS[@]}"; do args+=("--bind-ro=$b"); done
   args+=("--bind=$SHARED:$SHARED_MOUNT")
   # Its own session, no terminal, output to a log file, without the lock's descriptor. A reboot

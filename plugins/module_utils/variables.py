@@ -258,6 +258,8 @@ def check_value(decl, value):
         return _check_args_shape(value)
     if kind == "secret":
         return _check_secret(value)
+    if kind == "networks":
+        return _check_networks(value)
     raise Invalid("has an undeclared type %r" % kind, "a value of a declared type")
 
 
@@ -283,10 +285,25 @@ def _expected(decl):
         "env": "a mapping of NAME: value",
         "args": "a list of --flag or {--flag: value}",
         "secret": _SECRET_EXPECTED,
+        "networks": "a list of addresses or networks, e.g. [10.1.0.0/16, 192.0.2.7]",
     }.get(kind, "a value")
 
 
 _SECRET_EXPECTED = "a key (a text without spaces or commas) or a list of such keys, e.g. from Ansible Vault"
+
+
+def _check_networks(value):
+    expected = "a list of addresses or networks, e.g. [10.1.0.0/16, 192.0.2.7]"
+    if not isinstance(value, list):
+        raise Invalid("%s is not a list" % _describe(value), expected)
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, str):
+            raise Invalid("item %s is not an address or a network" % _describe(item), expected)
+        try:
+            ipaddress.ip_network(item.strip(), strict=False)
+        except ValueError:
+            raise Invalid("item %s is not an address or a network" % _describe(item), expected) from None
+    return value
 
 
 def secret_keys(value):

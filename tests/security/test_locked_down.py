@@ -1,10 +1,13 @@
-"""API keys on the real sandbox: 401 without a key, 200 with one, and the keys nowhere they must not be.
+"""Locked down, on the real sandbox: API keys (401 without, 200 with, the keys nowhere they must not be)
+and the firewall (the planned ports refuse a host outside the deployment; SSH stays open).
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService over SSH. The sandbox
 is deployed with two random keys from an Ansible Vault file made by tools/sandbox_secrets.sh's
 method (a pipe into ansible-vault): no key is ever in an argument list, this test's included.
 While site.yml runs, every process's argv on the machine (every test host's processes too) is
-sampled for the keys. Needs root; the module builds the sandbox and removes it.
+sampled for the keys. The host set is the sandbox's plus k3-sb-outside (10.77.0.20), a machine on
+the same network that is in no group of the deployment. Needs root; the module builds the hosts
+and removes them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, VENV_BIN, ansible_env
-from sandbox_run import INVENTORY, playbook, recap, run
+from sandbox_run import INVENTORY, adhoc, playbook, recap, run
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -32,6 +35,8 @@ DECODE = "http://10.77.0.15:8200"
 # The only files that may hold a key: the 0600 environment files (and, with several keys, vLLM's key files).
 ALLOWED = ("/etc/kimi-k3/", (".env", ".api-keys.yaml"))
 HERE = Path(__file__).resolve().parent
+HOSTS = {"K3SB_HOSTS_FILE": str(HERE / "hosts.txt")}
+OUTSIDE = "k3-sb-outside"
 
 
 class ArgvWatch(threading.Thread):
@@ -89,7 +94,7 @@ def deployed(tmp_path_factory):
     plan_dir = tmp_path_factory.mktemp("plan")
     args = ("-e", "@%s" % secrets_file, "--vault-password-file", password, "-e", "k3_plan_dir=%s" % plan_dir)
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    run("tools/sandbox.sh", "up")
+    run("tools/sandbox.sh", "up", env=HOSTS)
     watch = ArgvWatch(keys)
     watch.start()
     try:
@@ -106,7 +111,7 @@ def deployed(tmp_path_factory):
         }
     finally:
         watch.stop.set()
-        run("tools/sandbox.sh", "down", check=False)
+        run("tools/sandbox.sh", "down", check=False, env=HOSTS)
 
 
 def test_front_door_needs_a_key(deployed):
@@ -220,3 +225,59 @@ def test_health_waits_and_verify_carry_the_key(deployed):
     started = time.monotonic()
     assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
     assert time.monotonic() - started < 10
+
+
+def connect(host, address, port):
+    """From test host ``host``: open, refused (a reset) or timeout, for a TCP connection."""
+    out = adhoc(
+        host,
+        "ansible.builtin.shell",
+        "if timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/tmp/k3-connect; then echo open; "
+        "elif grep -q refused /tmp/k3-connect; then echo refused; else echo timeout; fi" % (address, port),
+    )
+    return out.stdout.split(">>", 1)[1].strip().splitlines()[0].strip()
+
+
+def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed):
+    for address, port in (
+        ("10.77.0.11", 8000),  # the router, the endpoint: only clients (k3_client_networks) and the deployment
+        ("10.77.0.11", 5000),  # the MetaService
+        ("10.77.0.12", 8000),  # node 0 of the data-parallel engine
+        ("10.77.0.14", 8100),  # prefill
+        ("10.77.0.15", 8200),  # decode
+    ):
+        assert connect(OUTSIDE, address, port) == "refused", (address, port)
+    # SSH and every port the plan does not give a service are the site's business: still reachable.
+    assert connect(OUTSIDE, "10.77.0.11", 22) == "open"
+
+
+def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
+    assert connect("k3-sb-decode", "10.77.0.14", 8100) == "open"  # engine to engine
+    # (each port the outside host was refused on is listening: the deployment's hosts get through)
+    assert connect("k3-sb-dp1", "10.77.0.12", 8000) == "open"  # follower to node 0
+    assert connect("k3-sb-prefill", "10.77.0.11", 5000) == "open"  # prefill to the MetaService
+    assert connect("k3-sb-prefill", "10.77.0.15", 8200) == "open"
+    # The controller (10.77.0.1) is in k3_client_networks: the endpoint answers it.
+    assert request(ROUTER + "/v1/models", deployed["keys"][0])[0] == 200
+
+
+def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deployed):
+    for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode"):
+        tables = adhoc(host, "ansible.builtin.command", "nft list tables")
+        assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
+    # The headless follower has no planned port: no table.
+    assert "kimi_k3" not in adhoc("k3-sb-dp1", "ansible.builtin.command", "nft list tables").stdout
+    adhoc("k3-sb-prefill", "ansible.builtin.command", "nft delete table inet kimi_k3")
+    assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
+    again = playbook("site.yml", "--tags", "firewall", *deployed["args"])
+    counts = recap(again.stdout)
+    assert counts["k3-sb-prefill"]["changed"] == 1 and counts["k3-sb-decode"]["changed"] == 0, counts
+    assert connect(OUTSIDE, "10.77.0.14", 8100) == "refused"
+
+
+def test_firewall_absent_removes_the_table(deployed):
+    out = playbook("%s/firewall_absent.yml" % HERE, *deployed["args"])
+    assert recap(out.stdout)["k3-sb-front"]["changed"] >= 1
+    assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
+    tables = adhoc("k3-sb-prefill", "ansible.builtin.command", "nft list tables")
+    assert "kimi_k3" not in tables.stdout

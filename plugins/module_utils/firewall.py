@@ -1,0 +1,105 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""The nftables table of one host, from the plan: only the planned ports, only from who needs them.
+
+One table of the collection's own (``inet kimi_k3``), replaced atomically as a whole by ``nft -f``;
+the site's other tables are never touched. Its input chain accepts every other packet (SSH
+included): it only decides about the ports the plan gives this host's services.
+
+- every planned port of the host: from the deployment's hosts (every plan host's address), the
+  host itself, and ``k3_admin_networks`` (e.g. the Ansible controller, monitoring);
+- the endpoint's port (where clients send requests) also from ``k3_client_networks``;
+- anything else to those ports is refused with a TCP reset.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+TABLE = "kimi_k3"
+
+
+class FirewallError(ValueError):
+    """A network list that is not a list of addresses or networks."""
+
+
+def networks(value, variable):
+    """Addresses/networks (``10.0.0.0/8``, ``192.0.2.7``, IPv6 too) as ip_network objects."""
+    if value in (None, "", []):
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise FirewallError("%s: %r is not a list of networks" % (variable, value))
+    out = []
+    for item in items:
+        try:
+            out.append(ipaddress.ip_network(str(item).strip(), strict=False))
+        except ValueError:
+            raise FirewallError(
+                "%s: %r is not an address or a network (e.g. 10.1.0.0/16 or 192.0.2.7)" % (variable, item)
+            ) from None
+    return out
+
+
+def _port_ranges(ports):
+    spans = sorted({(p["port"], p["port"] + p.get("count", 1) - 1) for p in ports})
+    return ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in spans]
+
+
+def _elements(nets):
+    return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
+
+
+def host_rules(plan, host, client_networks=(), admin_networks=()):
+    """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
+    clients = networks(list(client_networks), "k3_client_networks")
+    admins = networks(list(admin_networks), "k3_admin_networks")
+    data = (plan.get("hosts") or {}).get(host)
+    if data is None:
+        return {"ports": [], "endpoint_ports": [], "ruleset": ""}
+    ports = [p for svc in data["services"] for p in svc.get("ports") or []]
+    endpoint = plan.get("endpoint") or {}
+    endpoint_ports = []
+    if endpoint.get("host") == host and endpoint.get("url"):
+        endpoint_ports = [int(endpoint["url"].rsplit(":", 1)[1].split("/", 1)[0])]
+    deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + admins
+    planned = _port_ranges(ports)
+    lines = [
+        "#!/usr/sbin/nft -f",
+        "# kimi_k3.serving: the planned ports of %s (profile %s), for the deployment only." % (host, plan["profile"]),
+        "# Written by the firewall role from the plan; edit the inventory (k3_client_networks,",
+        "# k3_admin_networks, k3_firewall) and re-run instead. Other tables are not touched.",
+        "table inet %s" % TABLE,
+        "delete table inet %s" % TABLE,
+        "table inet %s {" % TABLE,
+    ]
+    for family, version in (("4", 4), ("6", 6)):
+        for name, nets in (("deployment", deployment), ("clients", clients)):
+            chosen = [n for n in nets if n.version == version]
+            if chosen:
+                lines += [
+                    "  set %s%s {" % (name, family),
+                    "    type %s; flags interval; auto-merge;" % ("ipv4_addr" if version == 4 else "ipv6_addr"),
+                    "    elements = { %s }" % _elements(chosen),
+                    "  }",
+                ]
+    lines += [
+        "  chain input {",
+        "    type filter hook input priority filter - 10; policy accept;",
+        '    iif "lo" accept',
+    ]
+    if planned:
+        names = {line.split()[1] for line in lines if line.startswith("  set ")}
+        if endpoint_ports:
+            for family, match in (("4", "ip"), ("6", "ip6")):
+                if "clients" + family in names:
+                    lines.append(
+                        "    tcp dport { %s } %s saddr @clients%s accept"
+                        % (", ".join(str(p) for p in endpoint_ports), match, family)
+                    )
+        for family, match in (("4", "ip"), ("6", "ip6")):
+            if "deployment" + family in names:
+                lines.append("    tcp dport { %s } %s saddr @deployment%s accept" % (", ".join(planned), match, family))
+        lines.append("    tcp dport { %s } reject with tcp reset" % ", ".join(planned))
+    lines += ["  }", "}", ""]
+    return {"ports": planned, "endpoint_ports": endpoint_ports, "ruleset": "\n".join(lines)}
