@@ -17,6 +17,12 @@ vllm-router 0.1.17 and the vllm-ascend proxy):
   the environment and answers the validation itself on the loopback.
 - The Ascend P/D proxy authenticates no client; it sends OPENAI_API_KEY to the engines. Its
   port is closed to everyone but the deployment and k3_client_networks by the firewall.
+
+TLS (k3_tls_cert / k3_tls_key, files on the hosts): vLLM serves HTTPS with --ssl-certfile and
+--ssl-keyfile. Only the vLLM API servers that clients reach directly get it; engines behind
+vllm-router or the proxy stay on HTTP inside the firewalled deployment, because neither of those
+speaks TLS to clients nor takes a CA for its workers: TLS in front of them is the site's (a
+terminating proxy).
 """
 
 from __future__ import annotations
@@ -85,6 +91,52 @@ class AuthMixin:
             elif kind == "proxy":
                 svc["secret_env"] = {"OPENAI_API_KEY": "primary"}
         return {"api_key": True, "keys": keys, "variable": AUTH_VARIABLE}
+
+    def read_tls(self, hosts):
+        """(cert, key, ca) of the deployment; problems for half a pair or hosts that differ."""
+        found = {}
+        for name in ("k3_tls_cert", "k3_tls_key", "k3_tls_ca"):
+            values = {self.hv(h, name) for h in hosts if (h, name) not in self.reported}
+            if len(values) > 1:
+                self.problem(
+                    "all", name, "the hosts of one deployment give different files", "set %s once, in all.vars" % name
+                )
+            found[name] = next(iter(values), None) if len(values) == 1 else None
+        cert, key, ca = found["k3_tls_cert"], found["k3_tls_key"], found["k3_tls_ca"]
+        if bool(cert) != bool(key):
+            missing = "k3_tls_key" if cert else "k3_tls_cert"
+            self.problem(
+                hosts[0] if hosts else "all",
+                missing,
+                "TLS needs a certificate and its key; %s is not set" % missing,
+                "set both k3_tls_cert and k3_tls_key (PEM files on the hosts), or neither",
+            )
+            return None, None, ca
+        return cert, key, ca
+
+    def apply_tls(self, tls, rendered):
+        """HTTPS for the vLLM API servers no router or proxy stands in front of; the plan's ``tls`` entry."""
+        cert, key, ca = tls
+        if not cert:
+            return {"enabled": False, "ca": ca, "services": []}
+        behind = set()
+        for _host, svc in rendered:
+            if svc["kind"] in ("router", "proxy"):
+                behind.update(svc["after"])
+        served = []
+        for host, svc in rendered:
+            ref = "%s/%s" % (host, svc["name"])
+            if svc["kind"] != "vllm" or not svc["serves_http"] or ref in behind:
+                continue
+            svc["argv"] += ["--ssl-certfile", cert, "--ssl-keyfile", key]
+            for folder in sorted({os.path.dirname(cert), os.path.dirname(key)}):
+                _mount(svc, folder)
+            if svc.get("url"):
+                svc["url"] = "https://" + svc["url"].split("://", 1)[1]
+            if svc.get("health") and svc["health"].get("url", "").startswith("http://"):
+                svc["health"]["url"] = "https://" + svc["health"]["url"].split("://", 1)[1]
+            served.append(ref)
+        return {"enabled": bool(served), "ca": ca, "services": served}
 
 
 def _mount(svc, folder):

@@ -92,6 +92,12 @@ def summary_table(plan):
             if auth.get("api_key")
             else "none (anyone who reaches the endpoint can use it: set k3_api_key)"
         ),
+        "TLS: %s"
+        % (
+            "https on %s" % ", ".join((plan.get("tls") or {}).get("services") or [])
+            if (plan.get("tls") or {}).get("enabled")
+            else "none (terminate TLS in front of the endpoint, or set k3_tls_cert and k3_tls_key)"
+        ),
         "",
     ]
     return "\n".join(head + text) + "\n"

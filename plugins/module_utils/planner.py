@@ -166,9 +166,11 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
             raise self.error()
         self.check_rules(params, rendered)
         keys = self.read_auth(hosts)
+        tls = self.read_tls(hosts)
         if self.problems:
             raise self.error()
         auth = self.apply_auth(keys, rendered, params)
+        auth_tls = self.apply_tls(tls, rendered)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:
@@ -193,12 +195,19 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
             "title": profile.get("title", profile["name"]),
             "platform": profile.get("platform"),
             "parameters": {k: v for k, v in params.items() if k != "profile"},
-            "endpoint": self.endpoint(pools, services_spec),
+            "endpoint": _https_endpoint(self.endpoint(pools, services_spec), auth_tls),
             "auth": auth,
+            "tls": auth_tls,
             "hosts": ordered_hosts,
             "index": index,
             "verify": verify,
         }
+
+
+def _https_endpoint(endpoint, tls):
+    if endpoint and "%s/%s" % (endpoint["host"], endpoint["service"]) in tls["services"]:
+        endpoint = dict(endpoint, url="https://" + endpoint["url"].split("://", 1)[1])
+    return endpoint
 
 
 def build_plan(inventory, profile_dir=None):

@@ -44,6 +44,11 @@ options:
       - Empty sends none.
     type: str
     default: ""
+  ca_path:
+    description:
+      - CA file an https health URL's certificate is checked against (k3_tls_ca); empty uses the system's CAs.
+    type: str
+    default: ""
   timeout:
     description: Seconds to wait for all services.
     type: int
@@ -121,6 +126,7 @@ elapsed:
 """
 
 import http.client
+import ssl
 import time
 from urllib.parse import urlsplit
 
@@ -146,10 +152,13 @@ def journal(module, unit, lines):
     return (out or err).rstrip()
 
 
-def healthy_url(url, api_key=""):
+def healthy_url(url, api_key="", ca_path=""):
     parts = urlsplit(url)
-    conn_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = conn_class(parts.hostname, parts.port, timeout=5)
+    if parts.scheme == "https":
+        context = ssl.create_default_context(cafile=ca_path or None)
+        conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=5, context=context)
+    else:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
     headers = {"Authorization": "Bearer " + api_key} if api_key else {}
     try:
         conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers=headers)
@@ -177,6 +186,7 @@ def main():
                 },
             },
             "api_key": {"type": "str", "default": "", "no_log": True},
+            "ca_path": {"type": "str", "default": ""},
             "timeout": {"type": "int", "default": 900},
             "delay": {"type": "float", "default": 2},
             "journal_lines": {"type": "int", "default": 60},
@@ -198,6 +208,7 @@ def main():
         s["name"]: int(unit_state(module, s["unit"]).get("NRestarts", "0") or 0) if check_units else 0 for s in services
     }
     pending = {s["name"]: s for s in services}
+    api_key, ca_path = module.params["api_key"], module.params["ca_path"]
     results = {}
     while pending:
         for name, svc in list(pending.items()):
@@ -211,7 +222,7 @@ def main():
                 state = "failed"
             elif active in ("inactive", "deactivating") and module.params["require_active"]:
                 state = "stopped"
-            elif svc.get("url") and active == "active" and healthy_url(svc["url"], module.params["api_key"]):
+            elif svc.get("url") and active == "active" and healthy_url(svc["url"], api_key, ca_path):
                 state = "healthy"
             elif not svc.get("url") and active == "active":
                 state = "healthy"

@@ -1,0 +1,141 @@
+"""TLS: which vLLM API servers serve HTTPS, and the health wait checks the certificate and sends the key.
+
+The HTTPS test runs a real TLS server on the loopback with a CA and certificate made here (cryptography).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import http.server
+import ipaddress
+import ssl
+import threading
+
+import pytest
+from conftest import EXAMPLES, inventory_input
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files
+from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.modules.service_health import healthy_url
+
+TLS = {"k3_tls_cert": "/etc/kimi-k3/tls/server.pem", "k3_tls_key": "/etc/kimi-k3/tls/server.key"}
+
+
+def plan_of(inv_path, **extra):
+    inv = copy.deepcopy(inventory_input(str(inv_path)))
+    for data in inv["hostvars"].values():
+        data.update(copy.deepcopy(extra))
+    return build_plan(inv)
+
+
+def services(plan):
+    return [(h, s) for h, d in plan["hosts"].items() for s in d["services"]]
+
+
+def test_a_vllm_front_door_serves_https():
+    plan = plan_of(EXAMPLES / "nvidia-tp8" / "hosts.yml", k3_tls_ca="/etc/kimi-k3/tls/ca.pem", **TLS)
+    assert plan["endpoint"]["url"].startswith("https://")
+    node0 = next(s for _h, s in services(plan) if s["serves_http"])
+    i = node0["argv"].index("--ssl-certfile")
+    assert node0["argv"][i : i + 4] == ["--ssl-certfile", TLS["k3_tls_cert"], "--ssl-keyfile", TLS["k3_tls_key"]]
+    assert node0["url"].startswith("https://") and node0["health"]["url"].startswith("https://")
+    assert "/etc/kimi-k3/tls:/etc/kimi-k3/tls:ro" in node0["container"]["volumes"]
+    assert plan["tls"]["enabled"] and plan["tls"]["ca"] == "/etc/kimi-k3/tls/ca.pem"
+    assert "TLS: https on " in plan_files(plan)["summary.txt"]
+
+
+def test_engines_behind_a_router_stay_on_http():
+    plan = plan_of(EXAMPLES / "nvidia-pd-nixl" / "hosts.yml", **TLS)
+    assert plan["tls"] == {"enabled": False, "ca": None, "services": []}
+    assert all("--ssl-certfile" not in s["argv"] for _h, s in services(plan))
+    assert plan["endpoint"]["url"].startswith("http://")
+    assert "TLS: none (terminate TLS in front of the endpoint" in plan_files(plan)["summary.txt"]
+
+
+def test_a_mixed_deployment_serves_https_on_its_api_servers_only():
+    plan = plan_of(EXAMPLES / "a2-mixed-8node" / "hosts.yml", **TLS)
+    served = [s for _h, s in services(plan) if "--ssl-certfile" in s["argv"]]
+    assert served and all(s["serves_http"] for s in served)
+    assert all("--ssl-certfile" not in s["argv"] for _h, s in services(plan) if not s["serves_http"])
+
+
+@pytest.mark.parametrize("given, missing", [("k3_tls_cert", "k3_tls_key"), ("k3_tls_key", "k3_tls_cert")])
+def test_half_a_pair_is_refused(given, missing):
+    with pytest.raises(PlanError) as exc:
+        plan_of(EXAMPLES / "nvidia-tp8" / "hosts.yml", **{given: TLS[given]})
+    text = "\n".join(str(p) for p in exc.value.problems)
+    assert "%s: TLS needs a certificate and its key; %s is not set" % (missing, missing) in text
+
+
+def _pki(tmp_path):
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "k3 test CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = {name: tmp_path / name for name in ("ca.pem", "server.pem", "server.key")}
+    paths["ca.pem"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths["server.pem"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths["server.key"].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return paths
+
+
+@pytest.fixture
+def https_server(tmp_path):
+    paths = _pki(tmp_path)
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            ok = self.headers.get("Authorization") == "Bearer sk-k3-unit"
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(paths["server.pem"], paths["server.key"])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield "https://127.0.0.1:%d/health" % server.server_address[1], paths
+    finally:
+        server.shutdown()
+
+
+def test_health_wait_checks_the_certificate_against_the_ca_and_sends_the_key(https_server):
+    url, paths = https_server
+    assert healthy_url(url, "sk-k3-unit", str(paths["ca.pem"])) is True
+    assert healthy_url(url, "", str(paths["ca.pem"])) is False  # 401 without the key
+    assert healthy_url(url, "sk-k3-unit", "") is False  # an unknown CA: not healthy, no exception
+    assert healthy_url(url.replace("https", "http"), "sk-k3-unit", "") is False
