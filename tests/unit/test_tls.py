@@ -1,23 +1,18 @@
 """TLS: which vLLM API servers serve HTTPS, and the health wait checks the certificate and sends the key.
 
-The HTTPS test runs a real TLS server on the loopback with a CA and certificate made here (cryptography).
+The HTTPS test runs a real TLS server on the loopback with a CA and certificate made for it (tests/pki.py).
 """
 
 from __future__ import annotations
 
 import copy
-import datetime
 import http.server
-import ipaddress
 import ssl
 import threading
 
 import pytest
 from conftest import EXAMPLES, inventory_input
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from pki import make_pki
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
@@ -72,45 +67,9 @@ def test_half_a_pair_is_refused(given, missing):
     assert "%s: TLS needs a certificate and its key; %s is not set" % (missing, missing) in text
 
 
-def _pki(tmp_path):
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "k3 test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = {name: tmp_path / name for name in ("ca.pem", "server.pem", "server.key")}
-    paths["ca.pem"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths["server.pem"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths["server.key"].write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return paths
-
-
 @pytest.fixture
 def https_server(tmp_path):
-    paths = _pki(tmp_path)
+    paths = make_pki(tmp_path)
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802
