@@ -275,6 +275,32 @@ def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deploye
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "refused"
 
 
+# A stand-in for nft on one host that refuses every table file (``-f``) and passes everything else
+# to the real one: the unit that loads the table fails, as it would on a kernel without nf_tables.
+FAKE_NFT = """mv /usr/sbin/nft /usr/sbin/nft.real && cat >/usr/sbin/nft <<'SH' && chmod 0755 /usr/sbin/nft
+#!/bin/sh
+case "$1" in -f) echo "Error: stand-in refusal of $2" >&2; exit 1;; esac
+exec /usr/sbin/nft.real "$@"
+SH"""
+
+
+def test_a_table_the_host_refuses_fails_naming_the_host_with_the_units_journal(deployed):
+    adhoc("k3-sb-prefill", "ansible.builtin.shell", "nft delete table inet kimi_k3 && " + FAKE_NFT)
+    try:
+        out = playbook("site.yml", "--tags", "firewall", *deployed["args"], check=False)
+    finally:
+        adhoc("k3-sb-prefill", "ansible.builtin.command", "mv /usr/sbin/nft.real /usr/sbin/nft")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert "k3-sb-prefill: k3-firewall did not load /etc/kimi-k3/firewall.nft" in text, text[-3000:]
+    assert "stand-in refusal of /etc/kimi-k3/firewall.nft" in text, text[-3000:]
+    # Only the host that failed reports; the others stop with the play.
+    assert "k3-sb-decode: k3-firewall did not load" not in text
+    healed = playbook("site.yml", "--tags", "firewall", *deployed["args"])
+    assert recap(healed.stdout)["k3-sb-prefill"]["changed"] == 1
+    assert connect(OUTSIDE, "10.77.0.14", 8100) == "refused"
+
+
 def test_firewall_absent_removes_the_table(deployed):
     out = playbook("%s/firewall_absent.yml" % HERE, *deployed["args"])
     assert recap(out.stdout)["k3-sb-front"]["changed"] >= 1
