@@ -31,4 +31,9 @@ class FilterModule:
             "unit_exec_start": unit_exec_start,
             "env_file": env_file,
             "health_targets": units.health_targets,
+            "service_paths": units.service_paths,
+            "status_targets": units.status_targets,
+            "bundle_files": units.bundle_files,
+            "bundle_urls": units.bundle_urls,
+            "secret_names": units.secret_names,
         }

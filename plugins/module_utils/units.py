@@ -126,3 +126,65 @@ def env_file_content(env, fmt):
 def health_targets(services):
     """What a health wait needs of planned services (and nothing else: no env, no argv)."""
     return [{"name": s["name"], "unit": s["unit"], "url": (s.get("health") or {}).get("url")} for s in services or []]
+
+
+def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system"):
+    """Every path the service_unit role writes for ``services``: what a teardown removes.
+
+    Per service: its unit, its environment file, the configuration and secret files the plan gives
+    it, and its working folder (``state_dir/<name>``). Sorted, without repeats.
+    """
+    paths = set()
+    for svc in services or []:
+        paths.add("%s/%s.service" % (unit_dir.rstrip("/"), svc["unit"]))
+        paths.add("%s/%s.env" % (config_dir.rstrip("/"), svc["name"]))
+        paths.add("%s/%s" % (state_dir.rstrip("/"), svc["name"]))
+        for item in (svc.get("files") or []) + (svc.get("secret_files") or []):
+            paths.add(item["path"])
+    return sorted(paths)
+
+
+def status_targets(services):
+    """What kimi_k3.serving.service_status needs of planned services: no environment."""
+    keys = ("name", "unit", "kind", "runtime", "argv", "health")
+    return [{k: s.get(k) for k in keys} for s in services or []]
+
+
+def bundle_files(services, config_dir, unit_dir="/etc/systemd/system"):
+    """The files of ``services`` a support bundle takes, each with how it is redacted.
+
+    Units and configuration files whole (``plain``), environment files with secret values redacted
+    (``env``), secret files withheld (``secret``).
+    """
+    out, seen = [], set()
+
+    def add(path, kind):
+        if path not in seen:
+            seen.add(path)
+            out.append({"path": path, "kind": kind})
+
+    for svc in services or []:
+        add("%s/%s.service" % (unit_dir.rstrip("/"), svc["unit"]), "plain")
+        add("%s/%s.env" % (config_dir.rstrip("/"), svc["name"]), "env")
+        for item in svc.get("files") or []:
+            add(item["path"], "plain")
+        for item in svc.get("secret_files") or []:
+            add(item["path"], "secret")
+    return out
+
+
+def bundle_urls(services):
+    """HTTP snapshots of ``services`` for a support bundle: each health URL, and /metrics of the API servers."""
+    out = []
+    for svc in services or []:
+        health = (svc.get("health") or {}).get("url")
+        if health:
+            out.append({"name": "%s-health.txt" % svc["name"], "url": health})
+        if svc.get("url") and svc.get("kind") in ("vllm", "router"):
+            out.append({"name": "%s-metrics.txt" % svc["name"], "url": svc["url"].rstrip("/") + "/metrics"})
+    return out
+
+
+def secret_names(services):
+    """The environment variables that carry secrets in ``services`` (their ``secret_env`` names)."""
+    return sorted({name for svc in services or [] for name in (svc.get("secret_env") or {})})

@@ -125,50 +125,15 @@ elapsed:
   type: float
 """
 
-import http.client
-import ssl
 import time
-from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
 
-
-def unit_state(module, unit):
-    rc, out, _err = module.run_command(
-        ["systemctl", "show", unit, "--property=ActiveState,SubState,NRestarts,Result"], check_rc=False
-    )
-    props = {}
-    if rc == 0:
-        for line in out.splitlines():
-            key, _sep, value = line.partition("=")
-            props[key] = value
-    return props
-
-
-def journal(module, unit, lines):
-    _rc, out, err = module.run_command(
-        ["journalctl", "--no-pager", "--output=short-iso", "-n", str(lines), "-u", unit], check_rc=False
-    )
-    return (out or err).rstrip()
-
-
-def healthy_url(url, api_key="", ca_path=""):
-    parts = urlsplit(url)
-    if parts.scheme == "https":
-        context = ssl.create_default_context(cafile=ca_path or None)
-        conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=5, context=context)
-    else:
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
-    headers = {"Authorization": "Bearer " + api_key} if api_key else {}
-    try:
-        conn.request("GET", (parts.path or "/") + ("?" + parts.query if parts.query else ""), headers=headers)
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import (
+    http_status,
+    journal_tail,
+    unit_properties,
+)
 
 
 def main():
@@ -205,14 +170,15 @@ def main():
     deadline = start + module.params["timeout"]
     check_units = module.params["check_units"]
     baseline = {
-        s["name"]: int(unit_state(module, s["unit"]).get("NRestarts", "0") or 0) if check_units else 0 for s in services
+        s["name"]: int(unit_properties(module.run_command, s["unit"]).get("NRestarts", "0") or 0) if check_units else 0
+        for s in services
     }
     pending = {s["name"]: s for s in services}
     api_key, ca_path = module.params["api_key"], module.params["ca_path"]
     results = {}
     while pending:
         for name, svc in list(pending.items()):
-            props = unit_state(module, svc["unit"]) if check_units else {"ActiveState": "active"}
+            props = unit_properties(module.run_command, svc["unit"]) if check_units else {"ActiveState": "active"}
             active = props.get("ActiveState", "")
             restarts = int(props.get("NRestarts", "0") or 0)
             state = None
@@ -222,7 +188,7 @@ def main():
                 state = "failed"
             elif active in ("inactive", "deactivating") and module.params["require_active"]:
                 state = "stopped"
-            elif svc.get("url") and active == "active" and healthy_url(svc["url"], api_key, ca_path):
+            elif svc.get("url") and active == "active" and http_status(svc["url"], api_key, ca_path) == 200:
                 state = "healthy"
             elif not svc.get("url") and active == "active":
                 state = "healthy"
@@ -248,7 +214,7 @@ def main():
     for svc in services:
         res = results[svc["name"]]
         if not res["healthy"] and check_units:
-            res["journal"] = journal(module, svc["unit"], module.params["journal_lines"])
+            res["journal"] = journal_tail(module.run_command, svc["unit"], module.params["journal_lines"])
             bad.append(res)
     out = [results[s["name"]] for s in services]
     elapsed = round(time.monotonic() - start, 1)

@@ -1,30 +1,22 @@
 """Locked down, on the real sandbox: API keys (401 without, 200 with, the keys nowhere they must not be)
 and the firewall (the planned ports refuse a host outside the deployment; SSH stays open).
 
-Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService over SSH. The sandbox
-is deployed with two random keys from an Ansible Vault file made by tools/sandbox_secrets.sh's
-method (a pipe into ansible-vault): no key is ever in an argument list, this test's included.
-While site.yml runs, every process's argv on the machine (every test host's processes too) is
-sampled for the keys. The host set is the sandbox's plus k3-sb-outside (10.77.0.20), a machine on
-the same network that is in no group of the deployment. Needs root; the module builds the hosts
-and removes them.
+Real test hosts, real vLLM, vllm-router and MetaService over SSH: the deployment (two random API
+keys from a vault file, argv sampled while it deploys) is tests/secured_sandbox.py's fixture
+``deployed``, shared with test_operate.py. Needs root.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
-import subprocess
-import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env
+from conftest import VENV_BIN
 from sandbox_run import INVENTORY, adhoc, playbook, recap, run
+from secured_sandbox import request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -35,83 +27,7 @@ DECODE = "http://10.77.0.15:8200"
 # The only files that may hold a key: the 0600 environment files (and, with several keys, vLLM's key files).
 ALLOWED = ("/etc/kimi-k3/", (".env", ".api-keys.yaml"))
 HERE = Path(__file__).resolve().parent
-HOSTS = {"K3SB_HOSTS_FILE": str(HERE / "hosts.txt")}
 OUTSIDE = "k3-sb-outside"
-
-
-class ArgvWatch(threading.Thread):
-    """Reads /proc/*/cmdline of every process on the machine until stopped; keeps any that holds a key."""
-
-    def __init__(self, keys):
-        super().__init__(daemon=True)
-        self.keys = [k.encode() for k in keys]
-        self.hits = []
-        self.samples = 0
-        self.stop = threading.Event()
-
-    def run(self):
-        while not self.stop.is_set():
-            for proc in Path("/proc").glob("[0-9]*"):
-                try:
-                    argv = (proc / "cmdline").read_bytes()
-                except OSError:
-                    continue
-                if any(k in argv for k in self.keys):
-                    self.hits.append((proc.name, argv.replace(b"\0", b" ")[:80]))
-            self.samples += 1
-            self.stop.wait(0.2)
-
-
-def request(url, key=None, body=None, method=None):
-    headers = {"Content-Type": "application/json"}
-    if key is not None:
-        headers["Authorization"] = "Bearer " + key
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    keys = ["sk-k3-test-" + secrets.token_urlsafe(24), "sk-k3-test-" + secrets.token_urlsafe(24)]
-    vault = tmp_path_factory.mktemp("vault")
-    password = vault / "vault-password"
-    password.write_text(secrets.token_urlsafe(32) + "\n")
-    password.chmod(0o600)
-    secrets_file = vault / "secrets.yml"
-    subprocess.run(
-        [VENV_BIN / "ansible-vault", "encrypt", "--vault-password-file", password, "--output", secrets_file, "-"],
-        input="---\nk3_api_key:\n  - %s\n  - %s\n" % tuple(keys),
-        text=True,
-        check=True,
-        capture_output=True,
-        env=ansible_env(),
-    )
-    plan_dir = tmp_path_factory.mktemp("plan")
-    args = ("-e", "@%s" % secrets_file, "--vault-password-file", password, "-e", "k3_plan_dir=%s" % plan_dir)
-    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    run("tools/sandbox.sh", "up", env=HOSTS)
-    watch = ArgvWatch(keys)
-    watch.start()
-    try:
-        first = playbook("site.yml", "--diff", *args)
-        second = playbook("site.yml", *args)
-        watch.stop.set()
-        watch.join()
-        yield {
-            "keys": keys,
-            "args": args,
-            "plan_dir": plan_dir,
-            "runs": [first, second],
-            "watch": watch,
-        }
-    finally:
-        watch.stop.set()
-        run("tools/sandbox.sh", "down", check=False, env=HOSTS)
 
 
 def test_front_door_needs_a_key(deployed):
@@ -307,3 +223,6 @@ def test_firewall_absent_removes_the_table(deployed):
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
     tables = adhoc("k3-sb-prefill", "ansible.builtin.command", "nft list tables")
     assert "kimi_k3" not in tables.stdout
+    # Back as the deployment had it, for the modules that share it (test_operate.py).
+    playbook("site.yml", "--tags", "firewall", *deployed["args"])
+    assert connect(OUTSIDE, "10.77.0.14", 8100) == "refused"

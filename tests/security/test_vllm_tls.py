@@ -20,7 +20,7 @@ from conftest import ROOT
 from pki import make_pki
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_auth import secret_file_content
-from ansible_collections.kimi_k3.serving.plugins.modules.service_health import healthy_url
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
 
 VLLM = ROOT / ".venv" / "vllm" / "bin" / "vllm"
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
@@ -67,7 +67,7 @@ def server(tmp_path_factory):
     url = "https://127.0.0.1:%d" % port
     try:
         deadline = time.monotonic() + 600
-        while not healthy_url(url + "/health", "", str(paths["ca.pem"])):
+        while http_status(url + "/health", "", str(paths["ca.pem"])) != 200:
             assert proc.poll() is None, (tmp / "vllm.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "vLLM did not become healthy"
             time.sleep(2)
@@ -95,8 +95,8 @@ def test_the_certificate_is_checked(server):
     url, paths, _log = server
     with pytest.raises(urllib.error.URLError):
         get(url + "/health", ssl.create_default_context())  # the system's CAs do not know the test CA
-    assert healthy_url(url + "/health", "", "") is False
-    assert healthy_url(url.replace("https", "http") + "/health", "", "") is False
+    assert http_status(url + "/health", "", "") is None
+    assert http_status(url.replace("https", "http") + "/health", "", "") is None
 
 
 def test_no_key_in_vllm_log(server):

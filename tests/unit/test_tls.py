@@ -16,7 +16,7 @@ from pki import make_pki
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
-from ansible_collections.kimi_k3.serving.plugins.modules.service_health import healthy_url
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
 
 TLS = {"k3_tls_cert": "/etc/kimi-k3/tls/server.pem", "k3_tls_key": "/etc/kimi-k3/tls/server.key"}
 
@@ -94,7 +94,7 @@ def https_server(tmp_path):
 
 def test_health_wait_checks_the_certificate_against_the_ca_and_sends_the_key(https_server):
     url, paths = https_server
-    assert healthy_url(url, "sk-k3-unit", str(paths["ca.pem"])) is True
-    assert healthy_url(url, "", str(paths["ca.pem"])) is False  # 401 without the key
-    assert healthy_url(url, "sk-k3-unit", "") is False  # an unknown CA: not healthy, no exception
-    assert healthy_url(url.replace("https", "http"), "sk-k3-unit", "") is False
+    assert http_status(url, "sk-k3-unit", str(paths["ca.pem"])) == 200
+    assert http_status(url, "", str(paths["ca.pem"])) == 401  # without the key
+    assert http_status(url, "sk-k3-unit", "") is None  # an unknown CA: no answer, no exception
+    assert http_status(url.replace("https", "http"), "sk-k3-unit", "") is None

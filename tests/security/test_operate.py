@@ -1,0 +1,143 @@
+"""Operating the locked-down sandbox: status.yml, collect_logs.yml's support bundle, teardown.yml.
+
+Real test hosts, real vLLM, vllm-router and MetaService over SSH, with two API keys: the deployment
+is tests/secured_sandbox.py's fixture ``deployed`` (after test_locked_down.py). The teardown runs
+last and compares every host with the record made before the first site.yml. Needs root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tarfile
+
+import pytest
+from sandbox_run import adhoc, playbook, recap
+from secured_sandbox import DEPLOYMENT, host_changes, request
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+
+ROUTER = "http://10.77.0.11:8000"
+SERVICES = {
+    "k3-sb-front": ["metaservice", "router"],
+    "k3-sb-dp0": ["engine"],
+    "k3-sb-dp1": ["engine"],
+    "k3-sb-prefill": ["prefill"],
+    "k3-sb-decode": ["decode"],
+}
+
+
+def no_key(text, deployed):
+    for key in deployed["keys"]:
+        assert key not in text
+
+
+def test_status_of_the_healthy_deployment_is_a_table_of_every_service(deployed):
+    out = playbook("playbooks/status.yml", *deployed["args"])
+    text = out.stdout + out.stderr
+    no_key(text, deployed)
+    rows = [line.split() for line in text.splitlines() if re.match(r"^\s+k3-sb-\S+\s+\S+\s+k3-", line)]
+    found = {(r[0], r[1]) for r in rows}
+    assert found == {(h, s) for h, names in SERVICES.items() for s in names}, text[-4000:]
+    for row in rows:
+        # STATE, ARGV (the plan's everywhere) and FILES (as the plan renders them).
+        assert row[3] == "active/running" and row[6] == "plan" and row[7] == "plan", row
+        assert row[4] == ("n/a" if row[0] == "k3-sb-dp1" else "200"), row  # the follower has no URL
+    # Versions read from the virtualenvs, without importing: vLLM, vllm-router, memcache_hybrid.
+    for row in rows:
+        assert re.fullmatch(r"\d+\.\d+\S*", row[8]), row
+    assert recap(out.stdout)["k3-sb-decode"]["changed"] == 0
+
+
+def test_status_names_an_env_file_edited_by_hand_and_a_unit_the_plan_no_longer_has(deployed):
+    env = "/etc/kimi-k3/decode.env"
+    adhoc(
+        "k3-sb-decode",
+        "ansible.builtin.shell",
+        "cp -p %s /root/decode.env.orig && echo 'VLLM_LOGGING_LEVEL=\"DEBUG\"' >> %s" % (env, env),
+    )
+    adhoc(
+        "k3-sb-dp1",
+        "ansible.builtin.shell",
+        "printf '# Managed by kimi_k3.serving: old (vllm).\\n[Service]\\nExecStart=/bin/true\\n'"
+        " > /etc/systemd/system/k3-old-decode.service",
+    )
+    try:
+        out = playbook("playbooks/status.yml", *deployed["args"], check=False)
+    finally:
+        adhoc("k3-sb-decode", "ansible.builtin.command", "mv /root/decode.env.orig %s" % env)
+    text = out.stdout + out.stderr
+    no_key(text, deployed)
+    assert out.returncode != 0
+    assert "k3-sb-decode/decode: its unit, environment or configuration files differ from the plan" in text, text[
+        -3000:
+    ]
+    assert "k3-sb-dp1: unit k3-old-decode is the collection's but not in the plan" in text
+    # Only those two: every other service is as planned.
+    assert "status: 2 problem(s)" in text, text[-3000:]
+    # The file is back as it was: only the unit left for the teardown remains.
+    again = playbook("playbooks/status.yml", *deployed["args"], check=False)
+    assert "status: 1 problem(s)" in again.stdout + again.stderr
+    assert "k3-sb-dp1: unit k3-old-decode" in again.stdout + again.stderr
+
+
+def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
+    out = playbook("playbooks/collect_logs.yml", *deployed["args"], "-e", "collect_logs_dest=%s" % tmp_path)
+    no_key(out.stdout + out.stderr, deployed)
+    bundles = list(tmp_path.glob("k3-support-sandbox-cpu-*.tar.gz"))
+    assert len(bundles) == 1, list(tmp_path.iterdir())
+    assert stat.S_IMODE(bundles[0].stat().st_mode) == 0o600
+    with tarfile.open(bundles[0]) as tar:
+        members = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
+    names = set(members)
+    assert "plan/plan.json" in names and "plan/summary.txt" in names
+    for host, services in SERVICES.items():
+        for svc in services:
+            unit = "k3-%s" % svc
+            assert "%s/files/etc/systemd/system/%s.service" % (host, unit) in names
+            assert "%s/files/etc/kimi-k3/%s.env" % (host, svc) in names
+            assert "%s/journal/%s.log" % (host, unit) in names
+        for doc in ("status", "accelerators", "preflight"):
+            assert "%s/%s.json" % (host, doc) in names
+    # Secrets: values redacted, key files withheld, and no key anywhere.
+    decode_env = members["k3-sb-decode/files/etc/kimi-k3/decode.env"]
+    assert "VLLM_API_KEY=<redacted>" in decode_env and "VLLM_HOST_IP=" in decode_env
+    assert members["k3-sb-decode/files/etc/kimi-k3/decode.api-keys.yaml"].startswith("<withheld: a secret file")
+    for name, text in members.items():
+        for key in deployed["keys"]:
+            assert key not in text, name
+    # What it holds is real: the engine's journal and metrics, the router's health, versions.
+    assert "Started k3-decode.service" in members["k3-sb-decode/journal/k3-decode.log"]
+    assert "vllm:" in members["k3-sb-decode/http/decode-metrics.txt"]
+    assert members["k3-sb-front/http/router-health.txt"].startswith("HTTP 200")
+    assert '"version": "' in members["k3-sb-decode/status.json"]
+    assert '"problems": []' in members["k3-sb-decode/preflight.json"]
+    # Nothing left behind on the hosts or the controller.
+    leftover = adhoc("k3-sb-decode", "ansible.builtin.find", "paths=/tmp patterns=k3-support-*")
+    assert '"matched": 0' in leftover.stdout
+
+
+def test_teardown_without_confirmation_changes_nothing(deployed):
+    out = playbook("playbooks/teardown.yml", *deployed["args"], check=False)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "teardown not confirmed: nothing was changed" in text, text[-2000:]
+    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+    checked = playbook("playbooks/teardown.yml", "--check", *deployed["args"])
+    assert recap(checked.stdout)["k3-sb-decode"]["changed"] > 0
+    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+
+
+def test_teardown_leaves_every_host_as_before_the_first_run(deployed):
+    out = playbook("playbooks/teardown.yml", "-e", "confirm=yes", *deployed["args"])
+    no_key(out.stdout + out.stderr, deployed)
+    for host in DEPLOYMENT:
+        before, after = deployed["before"][host], host_changes(host)
+        added = sorted(set(after) - set(before))
+        changed = sorted(p for p in set(after) & set(before) if after[p] != before[p])
+        gone = sorted(set(before) - set(after))
+        assert (added, changed, gone) == ([], [], []), (host, added, changed, gone)
+        units = adhoc(host, "ansible.builtin.command", "systemctl list-units --all --plain --no-legend k3-*")
+        assert "k3-" not in units.stdout.split(">>", 1)[1], (host, units.stdout)
+    again = playbook("playbooks/teardown.yml", "-e", "confirm=yes", *deployed["args"])
+    assert all(c["changed"] == 0 for h, c in recap(again.stdout).items() if h != "localhost"), again.stdout[-2000:]
