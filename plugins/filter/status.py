@@ -4,17 +4,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import status
 
 
-def _status_report(plan, gathered, hosts=None):
+def _status_report(plan, gathered, hosts=None, fact=None):
     if not isinstance(plan, dict) or "hosts" not in plan:
         raise AnsibleFilterError("status_report needs the plan (k3_plan_result.plan): run the plan stage first")
-    if not isinstance(gathered, dict):
+    if not isinstance(gathered, Mapping):
         raise AnsibleFilterError("status_report: the second argument is a mapping of host to what it reported")
-    return status.report(plan, gathered, None if hosts is None else list(hosts))
+    hosts = None if hosts is None else list(hosts)
+    if fact:
+        # hostvars: each host's fact, where the host set it (a host that was not reached has none).
+        names = hosts if hosts is not None else list(plan["hosts"])
+        gathered = {h: (gathered[h].get(fact) if h in gathered else None) for h in names}
+        gathered = {h: v for h, v in gathered.items() if v is not None}
+    return status.report(plan, dict(gathered), hosts)
 
 
 class FilterModule:
