@@ -124,6 +124,7 @@ class RenderMixin:
             container = self.renderer.value(spec.get("container") or {}, ctx, where + ", container")
             shell = self.renderer.value(spec.get("shell") or {}, ctx, where + ", shell")
             files = self.renderer.value(spec.get("files") or [], ctx, where + ", files")
+            writes = self.renderer.value(spec.get("writes") or [], ctx, where + ", writes")
             health = self.renderer.value(spec.get("health"), ctx, where + ", health") if spec.get("health") else None
         except MissingVariable as exc:
             self.missing_variable(host, inst["name"], str(exc))
@@ -191,4 +192,6 @@ class RenderMixin:
             service["shell"] = {k: v for k, v in shell.items() if v}
         if files:
             service["files"] = files
+        if writes:
+            service["writes"] = [str(w) for w in writes]
         return service

@@ -199,3 +199,11 @@ def test_teardown_paths_and_status_targets_from_a_real_plan():
     assert paths == sorted(set(paths))
     targets = units.status_targets(services)
     assert all("env" not in t and t["argv"] == s["argv"] for t, s in zip(targets, services, strict=True))
+
+
+def test_teardown_removes_the_folders_a_program_writes():
+    plan = example_plan("a3-pd-8p8d")
+    meta = [s for d in plan["hosts"].values() for s in d["services"] if s["kind"] == "metaservice"]
+    assert meta and meta[0]["writes"] == ["/var/log/memcache_hybrid", "/var/log/memfabric_hybrid"]
+    paths = units.service_paths(meta, "/etc/kimi-k3", "/var/lib/kimi-k3")
+    assert "/var/log/memcache_hybrid" in paths and "/var/log/memfabric_hybrid" in paths
