@@ -60,8 +60,8 @@ def host_rules(plan, host, client_networks=(), admin_networks=()):
     ports = [p for svc in data["services"] for p in svc.get("ports") or []]
     endpoint = plan.get("endpoint") or {}
     endpoint_ports = []
-    if endpoint.get("host") == host and endpoint.get("url"):
-        endpoint_ports = [int(endpoint["url"].rsplit(":", 1)[1].split("/", 1)[0])]
+    if endpoint.get("host") == host and endpoint.get("port"):
+        endpoint_ports = [int(endpoint["port"])]
     deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + admins
     planned = _port_ranges(ports)
     lines = [

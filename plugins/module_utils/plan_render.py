@@ -65,7 +65,12 @@ class RenderMixin:
         for sname, spec in services_spec.items():
             if spec.get("kind") in ("router", "proxy") and pools.get(sname):
                 first = pools[sname][0]
-                return {"service": sname, "host": first["host"], "url": "http://%s:%s" % (first["ip"], first["port"])}
+                return {
+                    "service": sname,
+                    "host": first["host"],
+                    "url": "http://%s:%s" % (first["ip"], first["port"]),
+                    "port": int(first["port"]),
+                }
         for sname, spec in services_spec.items():
             for inst in pools.get(sname, []):
                 if spec.get("kind") == "vllm" and inst["serves_http"]:
@@ -73,6 +78,7 @@ class RenderMixin:
                         "service": inst["name"],
                         "host": inst["host"],
                         "url": "http://%s:%s" % (inst["ip"], inst["port"]),
+                        "port": int(inst["port"]),
                     }
         return None
 

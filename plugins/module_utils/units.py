@@ -182,9 +182,27 @@ def bundle_urls(services):
         health = (svc.get("health") or {}).get("url")
         if health:
             out.append({"name": "%s-health.txt" % svc["name"], "url": health})
-        if svc.get("url") and svc.get("kind") in ("vllm", "router"):
+        if svc.get("url") and svc.get("kind") == "vllm":
             out.append({"name": "%s-metrics.txt" % svc["name"], "url": svc["url"].rstrip("/") + "/metrics"})
+        elif svc.get("kind") == "router":
+            # vllm-router serves Prometheus on a port of its own (--prometheus-port, default 29000,
+            # on --prometheus-host, default 127.0.0.1): read on the host itself.
+            argv = svc.get("argv") or []
+            host = _flag(argv, "--prometheus-host") or "127.0.0.1"
+            port = _flag(argv, "--prometheus-port") or "29000"
+            host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+            out.append({"name": "%s-metrics.txt" % svc["name"], "url": "http://%s:%s/metrics" % (host, port)})
     return out
+
+
+def _flag(argv, name):
+    """The value of ``name`` in ``argv`` (``--flag value`` or ``--flag=value``), or None."""
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return str(argv[i + 1])
+        if str(arg).startswith(name + "="):
+            return str(arg).split("=", 1)[1]
+    return None
 
 
 def secret_names(services):

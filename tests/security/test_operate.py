@@ -111,11 +111,13 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
     assert "Started k3-decode.service" in members["k3-sb-decode/journal/k3-decode.log"]
     assert "vllm:" in members["k3-sb-decode/http/decode-metrics.txt"]
     assert members["k3-sb-front/http/router-health.txt"].startswith("HTTP 200")
+    # vllm-router's Prometheus page is on a port of its own (29000), on its host's loopback.
+    assert "vllm_router" in members["k3-sb-front/http/router-metrics.txt"]
     assert '"version": "' in members["k3-sb-decode/status.json"]
     assert '"problems": []' in members["k3-sb-decode/preflight.json"]
     # Nothing left behind on the hosts or the controller.
     leftover = adhoc("k3-sb-decode", "ansible.builtin.find", "paths=/tmp patterns=k3-support-*")
-    assert '"matched": 0' in leftover.stdout
+    assert "matched: 0" in leftover.stdout
 
 
 def test_teardown_without_confirmation_changes_nothing(deployed):

@@ -272,8 +272,8 @@ def _endpoint_wrong_type(plan):
 
 
 def _endpoint_unknown_key(plan):
-    plan["endpoint"]["port"] = 8000
-    return "$.endpoint.port: unknown key"
+    plan["endpoint"]["scheme"] = "http"
+    return "$.endpoint.scheme: unknown key"
 
 
 def _verify_unknown_key(plan):

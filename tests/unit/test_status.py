@@ -207,3 +207,21 @@ def test_teardown_removes_the_folders_a_program_writes():
     assert meta and meta[0]["writes"] == ["/var/log/memcache_hybrid", "/var/log/memfabric_hybrid"]
     paths = units.service_paths(meta, "/etc/kimi-k3", "/var/lib/kimi-k3")
     assert "/var/log/memcache_hybrid" in paths and "/var/log/memfabric_hybrid" in paths
+
+
+def test_bundle_snapshots_engine_metrics_and_the_routers_prometheus_port():
+    plan = example_plan("nvidia-pd-nixl")
+    services = [s for d in plan["hosts"].values() for s in d["services"]]
+    for data in plan["hosts"].values():  # one host's services: the names are unique there
+        urls = {u["name"]: u["url"] for u in units.bundle_urls(data["services"])}
+        for svc in data["services"]:
+            if svc["kind"] == "vllm" and svc.get("url"):
+                assert urls["%s-metrics.txt" % svc["name"]] == svc["url"] + "/metrics"
+            if svc["kind"] == "router":
+                assert urls["%s-metrics.txt" % svc["name"]] == "http://127.0.0.1:29000/metrics"
+    router = next(s for s in services if s["kind"] == "router")
+    moved = dict(router, argv=router["argv"] + ["--prometheus-port", "9100", "--prometheus-host", "0.0.0.0"])
+    assert {u["url"] for u in units.bundle_urls([moved])} >= {"http://127.0.0.1:9100/metrics"}
+    files = units.bundle_files(services, "/etc/kimi-k3")
+    assert {f["kind"] for f in files if f["path"].endswith(".env")} == {"env"}
+    assert all(f["kind"] == "plain" for f in files if f["path"].endswith(".service"))
