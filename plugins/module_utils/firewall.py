@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils import variables
+
 TABLE = "kimi_k3"
 
 
@@ -24,21 +26,18 @@ class FirewallError(ValueError):
 
 
 def networks(value, variable):
-    """Addresses/networks (``10.0.0.0/8``, ``192.0.2.7``, IPv6 too) as ip_network objects."""
+    """Addresses/networks (``10.0.0.0/8``, ``192.0.2.7``, IPv6 too) as ip_network objects.
+
+    The planner refuses bad lists (k3_client_networks, k3_admin_networks are declared with type
+    ``networks``); the same check guards a role variable set past the planner.
+    """
     if value in (None, "", []):
         return []
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list):
-        raise FirewallError("%s: %r is not a list of networks" % (variable, value))
-    out = []
-    for item in items:
-        try:
-            out.append(ipaddress.ip_network(str(item).strip(), strict=False))
-        except ValueError:
-            raise FirewallError(
-                "%s: %r is not an address or a network (e.g. 10.1.0.0/16 or 192.0.2.7)" % (variable, item)
-            ) from None
-    return out
+    try:
+        variables.check_networks(value)
+    except variables.Invalid as exc:
+        raise FirewallError("%s: %s; expected %s" % (variable, exc.message, exc.expected)) from None
+    return [ipaddress.ip_network(item.strip(), strict=False) for item in value]
 
 
 def _port_ranges(ports):

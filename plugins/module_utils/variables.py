@@ -259,7 +259,7 @@ def check_value(decl, value):
     if kind == "secret":
         return _check_secret(value)
     if kind == "networks":
-        return _check_networks(value)
+        return check_networks(value)
     raise Invalid("has an undeclared type %r" % kind, "a value of a declared type")
 
 
@@ -292,7 +292,8 @@ def _expected(decl):
 _SECRET_EXPECTED = "a key (a text without spaces or commas) or a list of such keys, e.g. from Ansible Vault"
 
 
-def _check_networks(value):
+def check_networks(value):
+    """A list of addresses or networks (type ``networks``); raises Invalid naming the bad item."""
     expected = "a list of addresses or networks, e.g. [10.1.0.0/16, 192.0.2.7]"
     if not isinstance(value, list):
         raise Invalid("%s is not a list" % _describe(value), expected)

@@ -75,7 +75,8 @@ author:
 EXAMPLES = r"""
 - name: Report on this host's planned services
   kimi_k3.serving.service_status:
-    services: "{{ plan | kimi_k3.serving.host_services(inventory_hostname) }}"
+    services: "{{ plan | kimi_k3.serving.host_services(inventory_hostname) | kimi_k3.serving.status_targets }}"
+    planned_units: "{{ plan | kimi_k3.serving.host_services(inventory_hostname) | map(attribute='unit') | list }}"
   register: status
 """
 
