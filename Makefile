@@ -59,6 +59,8 @@ sandbox-hosts: venv venv-vllm
 SANDBOX_SECRETS ?= $(shell tools/sandbox_secrets.sh)
 sandbox: sandbox-hosts
 	$(BIN)/ansible-playbook site.yml -i inventories/sandbox $(SANDBOX_SECRETS)
+	# The deployment as day two sees it: every planned service, its health, its argv and files against the plan.
+	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/sandbox $(SANDBOX_SECRETS)
 	@echo "The sandbox needs its API key: ansible-vault view --vault-password-file .cache/sandbox/vault-password .cache/sandbox/secrets.yml"
 
 sandbox-down:
