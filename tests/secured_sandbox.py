@@ -50,10 +50,16 @@ NOISE = (
 )
 
 
+def _digest(path):
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
 def host_changes(name):
     """Every path the host changed relative to its base image (overlay upper), with its content's digest.
 
-    A folder of the base image that only holds changes (the overlay copies it up) is not a change itself.
+    A folder of the base image that only holds changes (the overlay copies it up) is not a change
+    itself, nor is a file or link copied up with the base image's content.
     """
     upper = SANDBOX_STATE / name / "upper"
     out = {}
@@ -68,11 +74,16 @@ def host_changes(name):
             if any(rel == n or rel.startswith(n + "/") for n in NOISE):
                 continue
             path = os.path.join(dirpath, entry)
+            base = SANDBOX_BASE / rel
             if os.path.islink(path):
-                out[rel] = "link:" + os.readlink(path)
+                target = os.readlink(path)
+                if not (base.is_symlink() and os.readlink(base) == target):
+                    out[rel] = "link:" + target
             elif os.path.isfile(path):
-                with open(path, "rb") as handle:
-                    out[rel] = hashlib.sha256(handle.read()).hexdigest()
+                digest = _digest(path)
+                # A file copied up unchanged (moved away and back) is the base image's own.
+                if not (base.is_file() and not base.is_symlink() and _digest(base) == digest):
+                    out[rel] = digest
             elif os.path.isdir(path):
                 if not (SANDBOX_BASE / rel).is_dir():
                     out[rel] = "dir"
