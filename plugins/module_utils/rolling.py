@@ -1,0 +1,100 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Replica groups of a plan and the batches a rolling operation takes them in.
+
+A replica group is what can restart alone: one vLLM engine with everything that must restart with
+it (a data-parallel node 0 with its headless followers, a multi-node engine's node 0 with the
+nodes that join it: the services whose ``after_started`` names it). Routers, proxies and the
+MetaService are not replicas: they are the deployment's front door and shared services.
+
+A rolling operation takes ``serial`` groups at a time, never every group of one role at once
+while another batch could keep that role serving. A role with a single group cannot roll without
+an outage of that role; neither can a batch size that takes all of a role's groups: ``outages``
+says so, naming the role, for the caller to ask for a confirmation.
+"""
+
+from __future__ import annotations
+
+
+class RollingError(ValueError):
+    """A plan or a batch size a rolling operation cannot use."""
+
+
+def _key(host, svc):
+    return "%s/%s" % (host, svc["name"])
+
+
+def replica_groups(plan):
+    """The plan's replica groups, in plan order: ``[{id, role, members, hosts, url, fronts}]``."""
+    services = {}
+    order = []
+    for host, data in (plan.get("hosts") or {}).items():
+        for svc in data.get("services") or []:
+            services[_key(host, svc)] = (host, svc)
+            order.append(_key(host, svc))
+    groups = {}
+    for key in order:
+        host, svc = services[key]
+        if svc.get("kind") != "vllm":
+            continue
+        root = (svc.get("after_started") or [key])[0]
+        if root not in services:
+            raise RollingError("%s starts after %s, which the plan does not have" % (key, root))
+        group = groups.setdefault(
+            root, {"id": root, "role": services[root][1].get("role"), "members": [], "hosts": [], "url": None}
+        )
+        group["members"].append(key)
+        if host not in group["hosts"]:
+            group["hosts"].append(host)
+        if key == root:
+            group["url"] = svc.get("url")
+    for group in groups.values():
+        group["fronts"] = [
+            key
+            for key in order
+            if services[key][1].get("kind") in ("router", "proxy")
+            and any(member in (services[key][1].get("after") or []) for member in group["members"])
+        ]
+    return list(groups.values())
+
+
+def batches(groups, serial=1):
+    """``{"batches": [[group id, ...], ...], "outages": [sentence, ...]}`` for ``serial`` groups at a time.
+
+    Groups of different roles alternate, so that each batch takes as few groups of one role as it
+    can; a role's groups are never all in one batch unless ``serial`` leaves no other way.
+    """
+    if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
+        raise RollingError("the batch size must be a whole number of replica groups, 1 or more (got %r)" % (serial,))
+    by_role = {}
+    for group in groups:
+        by_role.setdefault(group["role"], []).append(group)
+    queue = []
+    depth = max((len(v) for v in by_role.values()), default=0)
+    for i in range(depth):
+        for role_groups in by_role.values():
+            if i < len(role_groups):
+                queue.append(role_groups[i])
+    out = []
+    for group in queue:
+        current = out[-1] if out else None
+        if current is None or len(current) >= serial:
+            out.append([group])
+        else:
+            current.append(group)
+    outages = []
+    for role, role_groups in by_role.items():
+        if len(role_groups) == 1:
+            outages.append(
+                "role %s has a single replica group (%s): restarting it stops that role until it is back"
+                % (role, role_groups[0]["id"])
+            )
+            continue
+        for batch in out:
+            if all(g in batch for g in role_groups):
+                outages.append(
+                    "a batch of %d takes every %s group at once (%s): lower the batch size below %d"
+                    % (serial, role, ", ".join(g["id"] for g in role_groups), len(role_groups))
+                )
+                break
+    return {"batches": [[g["id"] for g in batch] for batch in out], "outages": outages}

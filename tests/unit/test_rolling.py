@@ -1,0 +1,53 @@
+"""Replica groups and rolling batches (module_utils/rolling.py), from real example plans."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import example_names, example_plan
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils import rolling
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_engine_service_is_in_exactly_one_group_with_its_node0(name):
+    plan = example_plan(name)
+    groups = rolling.replica_groups(plan)
+    members = [m for g in groups for m in g["members"]]
+    engines = ["%s/%s" % (h, s["name"]) for h, d in plan["hosts"].items() for s in d["services"] if s["kind"] == "vllm"]
+    assert sorted(members) == sorted(engines)
+    for group in groups:
+        assert group["members"][0] == group["id"]
+        for member in group["members"][1:]:
+            host, svc_name = member.split("/", 1)
+            svc = next(s for s in plan["hosts"][host]["services"] if s["name"] == svc_name)
+            assert svc["after_started"] == [group["id"]]
+
+
+def test_a_data_parallel_engine_over_two_nodes_is_one_group():
+    plan = example_plan("nvidia-dep16")
+    groups = rolling.replica_groups(plan)
+    assert len(groups) == 1 and len(groups[0]["hosts"]) > 1
+    out = rolling.batches(groups, 1)
+    assert out["batches"] == [[groups[0]["id"]]]
+    assert len(out["outages"]) == 1 and "single replica group" in out["outages"][0]
+
+
+def test_pd_groups_alternate_roles_and_name_their_front_door():
+    plan = example_plan("mi355x-pd-1p3d-c24")
+    groups = rolling.replica_groups(plan)
+    roles = [g["role"] for g in groups]
+    assert roles.count("prefill") == 1 and roles.count("decode") == 3
+    out = rolling.batches(groups, 1)
+    assert len(out["batches"]) == 4 and all(len(b) == 1 for b in out["batches"])
+    # One prefill group: restarting it stops prefill, said before anything is touched.
+    assert any("role prefill has a single replica group" in o for o in out["outages"])
+    two = rolling.batches(groups, 3)
+    assert not any("takes every decode group at once" in o for o in two["outages"])
+    four = rolling.batches(groups, 4)
+    assert any("takes every decode group at once" in o for o in four["outages"])
+
+
+@pytest.mark.parametrize("serial", [0, -1, "2", True, 1.5])
+def test_a_batch_size_that_is_not_a_whole_number_is_refused(serial):
+    with pytest.raises(rolling.RollingError):
+        rolling.batches([], serial)
