@@ -98,3 +98,45 @@ def batches(groups, serial=1):
                 )
                 break
     return {"batches": [[g["id"] for g in batch] for batch in out], "outages": outages}
+
+
+def _flag_present(argv, name):
+    return any(str(a) == name or str(a).startswith(name + "=") for a in argv or [])
+
+
+def router_registrations(plan, host=None):
+    """The workers each runtime-registering router must be told about: ``[{router, url, workers}]``.
+
+    A vllm-router started with ``--enable-igw`` ignores its ``--prefill``/``--decode``/
+    ``--worker-urls`` and takes workers only through ``POST /workers``: its planned workers are
+    the vLLM API servers it starts after (``after``), each with its ``worker_type`` (``prefill``,
+    ``decode``, else ``regular``). ``host`` keeps the routers of one host.
+    """
+    services = {}
+    for name, data in (plan.get("hosts") or {}).items():
+        for svc in data.get("services") or []:
+            services[_key(name, svc)] = svc
+    out = []
+    for name, data in (plan.get("hosts") or {}).items():
+        if host is not None and name != host:
+            continue
+        for svc in data.get("services") or []:
+            if svc.get("kind") != "router" or not _flag_present(svc.get("argv"), "--enable-igw"):
+                continue
+            pd = _flag_present(svc.get("argv"), "--vllm-pd-disaggregation")
+            workers = []
+            for dep in svc.get("after") or []:
+                other = services.get(dep)
+                if not other or other.get("kind") != "vllm" or not other.get("url"):
+                    continue
+                role = other.get("role")
+                kind = role if pd and role in ("prefill", "decode") else "regular"
+                workers.append({"service": dep, "url": other["url"], "worker_type": kind})
+            out.append({"router": _key(name, svc), "url": svc.get("url"), "workers": workers})
+    return out
+
+
+def workers_to_add(listed, planned):
+    """The planned workers (``router_registrations``' ``workers``) a router's ``GET /workers`` answer lacks."""
+    have = {w.get("url") for w in ((listed or {}).get("workers") or [])}
+    return [w for w in planned if w["url"] not in have]

@@ -51,3 +51,21 @@ def test_pd_groups_alternate_roles_and_name_their_front_door():
 def test_a_batch_size_that_is_not_a_whole_number_is_refused(serial):
     with pytest.raises(rolling.RollingError):
         rolling.batches([], serial)
+
+
+def test_only_a_runtime_registering_router_gets_registrations():
+    # The spec's static P/D router (flags as the recipe gives them) takes no registration.
+    assert rolling.router_registrations(example_plan("nvidia-pd-nixl")) == []
+    plan = example_plan("nvidia-pd-nixl")
+    router_host = next(h for h, d in plan["hosts"].items() for s in d["services"] if s["kind"] == "router")
+    router = next(s for s in plan["hosts"][router_host]["services"] if s["kind"] == "router")
+    router["argv"] = router["argv"] + ["--enable-igw"]
+    regs = rolling.router_registrations(plan, router_host)
+    assert len(regs) == 1 and regs[0]["url"] == router["url"]
+    kinds = {w["worker_type"] for w in regs[0]["workers"]}
+    assert kinds == {"prefill", "decode"}
+    assert len(regs[0]["workers"]) == len([a for a in router["after"]])
+    assert rolling.router_registrations(plan, "no-such-host") == []
+    listed = {"workers": [{"url": regs[0]["workers"][0]["url"], "worker_type": "prefill"}]}
+    assert rolling.workers_to_add(listed, regs[0]["workers"]) == regs[0]["workers"][1:]
+    assert rolling.workers_to_add(None, regs[0]["workers"]) == regs[0]["workers"]
