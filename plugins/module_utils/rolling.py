@@ -140,3 +140,14 @@ def workers_to_add(listed, planned):
     """The planned workers (``router_registrations``' ``workers``) a router's ``GET /workers`` answer lacks."""
     have = {w.get("url") for w in ((listed or {}).get("workers") or [])}
     return [w for w in planned if w["url"] not in have]
+
+
+def missing_workers(results):
+    """``[[registration, worker], ...]`` to POST, from a loop over ``router_registrations`` that
+    registered each router's ``GET /workers`` answer (``router_reg`` and ``json`` in each result)."""
+    out = []
+    for result in results or []:
+        reg = result.get("router_reg") or {}
+        for worker in workers_to_add(result.get("json"), reg.get("workers") or []):
+            out.append([reg, worker])
+    return out

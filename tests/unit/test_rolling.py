@@ -69,3 +69,10 @@ def test_only_a_runtime_registering_router_gets_registrations():
     listed = {"workers": [{"url": regs[0]["workers"][0]["url"], "worker_type": "prefill"}]}
     assert rolling.workers_to_add(listed, regs[0]["workers"]) == regs[0]["workers"][1:]
     assert rolling.workers_to_add(None, regs[0]["workers"]) == regs[0]["workers"]
+
+
+def test_missing_workers_pairs_each_router_with_what_it_lacks():
+    reg = {"router": "front/router", "url": "http://r:8000", "workers": [{"url": "http://p:1"}, {"url": "http://d:2"}]}
+    results = [{"router_reg": reg, "json": {"workers": [{"url": "http://d:2"}], "total": 1}}]
+    assert rolling.missing_workers(results) == [[reg, {"url": "http://p:1"}]]
+    assert rolling.missing_workers([{"router_reg": reg, "json": {"workers": reg["workers"]}}]) == []
