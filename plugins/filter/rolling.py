@@ -26,9 +26,19 @@ def router_missing_workers(results):
 def replica_batches(plan, serial=1):
     try:
         groups = rolling.replica_groups(_plan(plan, "replica_batches"))
-        return dict(rolling.batches(groups, serial), groups=groups)
+        out = dict(rolling.batches(groups, serial), groups=groups)
     except rolling.RollingError as exc:
         raise AnsibleFilterError("replica_batches: %s" % exc) from None
+    out["outages"] = out["outages"] + rolling.front_outages(plan, groups)
+    return out
+
+
+def replica_members(plan, group_ids):
+    return rolling.replica_members(_plan(plan, "replica_members"), list(group_ids))
+
+
+def front_actions(plan, group_ids):
+    return rolling.front_actions(_plan(plan, "front_actions"), list(group_ids))
 
 
 class FilterModule:
@@ -39,4 +49,6 @@ class FilterModule:
             "router_registrations": router_registrations,
             "router_missing_workers": router_missing_workers,
             "replica_batches": replica_batches,
+            "front_actions": front_actions,
+            "replica_members": replica_members,
         }

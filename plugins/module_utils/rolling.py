@@ -15,6 +15,8 @@ says so, naming the role, for the caller to ask for a confirmation.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 
 class RollingError(ValueError):
     """A plan or a batch size a rolling operation cannot use."""
@@ -151,3 +153,91 @@ def missing_workers(results):
         for worker in workers_to_add(result.get("json"), reg.get("workers") or []):
             out.append([reg, worker])
     return out
+
+
+def front_actions(plan, group_ids):
+    """How each front door of the groups ``group_ids`` lets go of them and takes them back.
+
+    Per (router, group): ``igw`` (a router that takes workers at runtime: ``DELETE /workers/<url>``,
+    later ``POST /workers``), ``static`` (a vllm-router with a fixed worker list:
+    ``/remove_worker``, and back only when the router itself restarts: an outage), or ``none``
+    (a front service the collection cannot tell, e.g. the Ascend proxy: the group simply restarts).
+    """
+    services = {}
+    for name, data in (plan.get("hosts") or {}).items():
+        for svc in data.get("services") or []:
+            services[_key(name, svc)] = (name, svc)
+    wanted = set(group_ids)
+    out = []
+    for group in replica_groups(plan):
+        if group["id"] not in wanted or not group.get("url"):
+            continue
+        role = services[group["id"]][1].get("role")
+        for front in group["fronts"]:
+            host, svc = services[front]
+            argv = svc.get("argv") or []
+            if svc.get("kind") != "router":
+                mode = "none"
+            elif _flag_present(argv, "--enable-igw"):
+                mode = "igw"
+            else:
+                mode = "static"
+            pd = _flag_present(argv, "--vllm-pd-disaggregation")
+            out.append(
+                {
+                    "group": group["id"],
+                    "front": front,
+                    "front_host": host,
+                    "front_unit": svc.get("unit"),
+                    "front_url": svc.get("url"),
+                    "front_health": (svc.get("health") or {}).get("url"),
+                    "mode": mode,
+                    "worker_url": group["url"],
+                    # DELETE /workers/<this>: the worker's URL as one path segment.
+                    "worker_path": quote(group["url"], safe=""),
+                    "worker_type": role if pd and role in ("prefill", "decode") else "regular",
+                }
+            )
+    return out
+
+
+def front_outages(plan, groups):
+    """Sentences for the front doors that cannot take a restarted group back without stopping."""
+    out = []
+    seen = set()
+    for action in front_actions(plan, [g["id"] for g in groups]):
+        if action["mode"] == "static" and action["front"] not in seen:
+            seen.add(action["front"])
+            out.append(
+                "%s has a fixed worker list (vllm-router without --enable-igw takes a removed worker back "
+                "only when it restarts): it restarts after each batch, refusing clients for a few seconds"
+                % action["front"]
+            )
+    return out
+
+
+def replica_members(plan, group_ids):
+    """The services of the groups ``group_ids``, node 0 first: ``[{key, host, name, unit, node0, group, health}]``."""
+    wanted = set(group_ids)
+    index = {}
+    for host, data in (plan.get("hosts") or {}).items():
+        for svc in data.get("services") or []:
+            index[_key(host, svc)] = (host, svc)
+    out = []
+    for group in replica_groups(plan):
+        if group["id"] not in wanted:
+            continue
+        for key in group["members"]:
+            host, svc = index[key]
+            out.append(
+                {
+                    "key": key,
+                    "host": host,
+                    "name": svc["name"],
+                    "unit": svc["unit"],
+                    "node0": key == group["id"],
+                    "group": group["id"],
+                    "url": (svc.get("health") or {}).get("url"),
+                }
+            )
+    return sorted(out, key=lambda m: not m["node0"])

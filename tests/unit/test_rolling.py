@@ -76,3 +76,17 @@ def test_missing_workers_pairs_each_router_with_what_it_lacks():
     results = [{"router_reg": reg, "json": {"workers": [{"url": "http://d:2"}], "total": 1}}]
     assert rolling.missing_workers(results) == [[reg, {"url": "http://p:1"}]]
     assert rolling.missing_workers([{"router_reg": reg, "json": {"workers": reg["workers"]}}]) == []
+
+
+def test_front_actions_say_how_each_router_lets_go_of_a_group():
+    static = example_plan("nvidia-pd-nixl")
+    groups = rolling.replica_groups(static)
+    decode = next(g for g in groups if g["role"] == "decode")
+    actions = rolling.front_actions(static, [decode["id"]])
+    assert actions and {a["mode"] for a in actions} == {"static"}
+    assert actions[0]["worker_url"] == decode["url"] and "%3A%2F%2F" in actions[0]["worker_path"]
+    assert any("fixed worker list" in o for o in rolling.front_outages(static, groups))
+    members = rolling.replica_members(
+        example_plan("nvidia-dep16"), [rolling.replica_groups(example_plan("nvidia-dep16"))[0]["id"]]
+    )
+    assert members[0]["node0"] and not any(m["node0"] for m in members[1:]) and len(members) > 1
