@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from conftest import example_names, example_plan
 
@@ -56,7 +58,7 @@ def test_a_batch_size_that_is_not_a_whole_number_is_refused(serial):
 def test_only_a_runtime_registering_router_gets_registrations():
     # The spec's static P/D router (flags as the recipe gives them) takes no registration.
     assert rolling.router_registrations(example_plan("nvidia-pd-nixl")) == []
-    plan = example_plan("nvidia-pd-nixl")
+    plan = copy.deepcopy(example_plan("nvidia-pd-nixl"))  # the example plans are shared: change a copy
     router_host = next(h for h, d in plan["hosts"].items() for s in d["services"] if s["kind"] == "router")
     router = next(s for s in plan["hosts"][router_host]["services"] if s["kind"] == "router")
     router["argv"] = router["argv"] + ["--enable-igw"]
