@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down bench-deploy site plan lint test test-fast molecule clean
+.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -65,6 +65,19 @@ sandbox: sandbox-hosts
 
 sandbox-down:
 	tools/sandbox.sh down
+
+# The HA sandbox: every serving role twice (vllm-router in front of two prefill and two decode
+# engines), for the day-two operations under traffic. Its hosts replace the default sandbox's
+# (the same bridge and addresses): one host set at a time. `make sandbox-ha-down` removes them.
+SANDBOX_HA_ENV := K3SB_HOSTS_FILE=$(CURDIR)/tools/sandbox-ha-hosts.txt K3SB_INVENTORY=$(CURDIR)/inventories/sandbox-ha/hosts.yml
+sandbox-ha: venv venv-vllm
+	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
+	$(SANDBOX_HA_ENV) tools/sandbox.sh up
+	$(BIN)/ansible-playbook site.yml -i inventories/sandbox-ha $(SANDBOX_SECRETS)
+	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/sandbox-ha $(SANDBOX_SECRETS)
+
+sandbox-ha-down:
+	$(SANDBOX_HA_ENV) tools/sandbox.sh down
 
 # Deploy time with 1, 2 and 4 engines and the idempotent re-run (figures, not a test).
 bench-deploy: venv venv-vllm
