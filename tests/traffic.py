@@ -1,0 +1,96 @@
+"""Bounded client load through a deployment's front door with the real ``vllm bench serve``.
+
+``Traffic`` runs rounds of ``vllm bench serve`` (random prompts, a fixed concurrency) one after
+the other in a thread until it is stopped, each round saving its result JSON; the totals say how
+many requests completed and how many failed, with the errors. The API key reaches the load
+generator in its environment (OPENAI_API_KEY), never in its argv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+from conftest import ROOT
+
+VLLM = ROOT / ".venv" / "vllm" / "bin" / "vllm"
+
+
+class Traffic(threading.Thread):
+    def __init__(self, base_url, model, tokenizer, result_dir, key="", prompts=40, concurrency=4):
+        super().__init__(daemon=True)
+        self.base_url, self.model, self.tokenizer = base_url, model, str(tokenizer)
+        self.result_dir = Path(result_dir)
+        self.key, self.prompts, self.concurrency = key, prompts, concurrency
+        self.stop = threading.Event()
+        self.rounds = []
+        self.broken = []
+
+    def one_round(self, index):
+        name = "round-%03d.json" % index
+        env = dict(os.environ, OPENAI_API_KEY=self.key) if self.key else dict(os.environ)
+        proc = subprocess.run(
+            [
+                str(VLLM),
+                "bench",
+                "serve",
+                "--backend",
+                "openai-chat",
+                "--endpoint",
+                "/v1/chat/completions",
+                "--base-url",
+                self.base_url,
+                "--model",
+                self.model,
+                "--tokenizer",
+                self.tokenizer,
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                "32",
+                "--random-output-len",
+                "8",
+                "--num-prompts",
+                str(self.prompts),
+                "--max-concurrency",
+                str(self.concurrency),
+                "--seed",
+                str(index),
+                "--save-result",
+                "--result-dir",
+                str(self.result_dir),
+                "--result-filename",
+                name,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        path = self.result_dir / name
+        if proc.returncode or not path.exists():
+            self.broken.append((index, proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:]))
+            return
+        self.rounds.append(json.loads(path.read_text()))
+
+    def run(self):
+        index = 0
+        while not self.stop.is_set():
+            self.one_round(index)
+            index += 1
+
+    def finish(self):
+        """Stop after the running round; the totals: completed, failed, errors, rounds."""
+        self.stop.set()
+        self.join()
+        return {
+            "completed": sum(r["completed"] for r in self.rounds),
+            "failed": sum(r.get("failed", 0) for r in self.rounds),
+            "errors": [e for r in self.rounds for e in r.get("errors", []) if e],
+            "rounds": len(self.rounds),
+            "broken": self.broken,
+        }
