@@ -589,7 +589,7 @@ def test_the_table_is_large_and_covers_every_profile():
     assert len({c[0] for c in CASES}) == len(CASES), "case ids repeat"
     profiles = {example(c[1])["hostvars"][sorted(example(c[1])["hostvars"])[0]]["k3_profile"] for c in CASES}
     shipped = {p.stem for p in (ROOT / "profiles").glob("*.yml") if not p.name.startswith("_")}
-    assert shipped - profiles <= {"sandbox-cpu", "sandbox-bench", "mi355x-pd-moriio-c8"} | profiles
+    assert shipped - profiles <= {"sandbox-cpu", "sandbox-bench", "sandbox-ha", "mi355x-pd-moriio-c8"} | profiles
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
