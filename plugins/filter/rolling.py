@@ -41,6 +41,10 @@ def front_actions(plan, group_ids):
     return rolling.front_actions(_plan(plan, "front_actions"), list(group_ids))
 
 
+def listed_models(answer):
+    return rolling.listed_models(answer)
+
+
 class FilterModule:
     """kimi_k3.serving rolling filters."""
 
@@ -51,4 +55,5 @@ class FilterModule:
             "replica_batches": replica_batches,
             "front_actions": front_actions,
             "replica_members": replica_members,
+            "listed_models": listed_models,
         }

@@ -15,6 +15,8 @@ says so, naming the role, for the caller to ask for a confirmation.
 
 from __future__ import annotations
 
+import json
+
 from urllib.parse import quote
 
 
@@ -106,14 +108,47 @@ def _flag_present(argv, name):
     return any(str(a) == name or str(a).startswith(name + "=") for a in argv or [])
 
 
+def _flag_value(argv, name):
+    """The value after ``name`` (or of ``name=value``) in an argv list; None when absent."""
+    argv = list(argv or [])
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if isinstance(arg, str) and arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def listed_models(answer):
+    """The model names a ``GET /v1/models`` answer lists (a mapping, or its JSON text).
+
+    vLLM and a vllm-router with fixed workers answer in OpenAI's shape (``data[].id``); a
+    runtime-registering vllm-router (``--enable-igw``) answers ``{"models": [...]}`` as text.
+    Anything else lists nothing.
+    """
+    if isinstance(answer, (str, bytes)):
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            return []
+    if not isinstance(answer, dict):
+        return []
+    if isinstance(answer.get("data"), list):
+        return [m.get("id") for m in answer["data"] if isinstance(m, dict) and m.get("id")]
+    return [m for m in answer.get("models") or [] if isinstance(m, str)]
+
+
 def router_registrations(plan, host=None):
     """The workers each runtime-registering router must be told about: ``[{router, url, workers}]``.
 
     A vllm-router started with ``--enable-igw`` ignores its ``--prefill``/``--decode``/
     ``--worker-urls`` and takes workers only through ``POST /workers``: its planned workers are
     the vLLM API servers it starts after (``after``), each with its ``worker_type`` (``prefill``,
-    ``decode``, else ``regular``). ``host`` keeps the routers of one host.
+    ``decode``, else ``regular``) and ``model_id``: the engine's ``--served-model-name`` (else the
+    plan's), which the router lists at ``/v1/models`` (it cannot ask an engine that needs a key).
+    ``host`` keeps the routers of one host.
     """
+    default_model = (plan.get("verify") or {}).get("served_model_name")
     services = {}
     for name, data in (plan.get("hosts") or {}).items():
         for svc in data.get("services") or []:
@@ -133,7 +168,8 @@ def router_registrations(plan, host=None):
                     continue
                 role = other.get("role")
                 kind = role if pd and role in ("prefill", "decode") else "regular"
-                workers.append({"service": dep, "url": other["url"], "worker_type": kind})
+                model = _flag_value(other.get("argv"), "--served-model-name") or default_model
+                workers.append({"service": dep, "url": other["url"], "worker_type": kind, "model_id": model})
             out.append({"router": _key(name, svc), "url": svc.get("url"), "workers": workers})
     return out
 
@@ -168,11 +204,14 @@ def front_actions(plan, group_ids):
         for svc in data.get("services") or []:
             services[_key(name, svc)] = (name, svc)
     wanted = set(group_ids)
+    default_model = (plan.get("verify") or {}).get("served_model_name")
     out = []
     for group in replica_groups(plan):
         if group["id"] not in wanted or not group.get("url"):
             continue
-        role = services[group["id"]][1].get("role")
+        engine = services[group["id"]][1]
+        role = engine.get("role")
+        model = _flag_value(engine.get("argv"), "--served-model-name") or default_model
         for front in group["fronts"]:
             host, svc = services[front]
             argv = svc.get("argv") or []
@@ -196,6 +235,7 @@ def front_actions(plan, group_ids):
                     # DELETE /workers/<this>: the worker's URL as one path segment.
                     "worker_path": quote(group["url"], safe=""),
                     "worker_type": role if pd and role in ("prefill", "decode") else "regular",
+                    "model_id": model,
                 }
             )
     return out

@@ -66,6 +66,7 @@ def test_only_a_runtime_registering_router_gets_registrations():
     assert len(regs) == 1 and regs[0]["url"] == router["url"]
     kinds = {w["worker_type"] for w in regs[0]["workers"]}
     assert kinds == {"prefill", "decode"}
+    assert {w["model_id"] for w in regs[0]["workers"]} == {plan["verify"]["served_model_name"]}
     assert len(regs[0]["workers"]) == len([a for a in router["after"]])
     assert rolling.router_registrations(plan, "no-such-host") == []
     listed = {"workers": [{"url": regs[0]["workers"][0]["url"], "worker_type": "prefill"}]}
@@ -87,8 +88,16 @@ def test_front_actions_say_how_each_router_lets_go_of_a_group():
     actions = rolling.front_actions(static, [decode["id"]])
     assert actions and {a["mode"] for a in actions} == {"static"}
     assert actions[0]["worker_url"] == decode["url"] and "%3A%2F%2F" in actions[0]["worker_path"]
+    assert actions[0]["model_id"] == static["verify"]["served_model_name"]
     assert any("fixed worker list" in o for o in rolling.front_outages(static, groups))
     members = rolling.replica_members(
         example_plan("nvidia-dep16"), [rolling.replica_groups(example_plan("nvidia-dep16"))[0]["id"]]
     )
     assert members[0]["node0"] and not any(m["node0"] for m in members[1:]) and len(members) > 1
+
+
+def test_listed_models_reads_openai_and_runtime_router_answers():
+    assert rolling.listed_models({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]}) == ["m1", "m2"]
+    assert rolling.listed_models('{"models":["kimi-k3-sandbox"]}') == ["kimi-k3-sandbox"]
+    assert rolling.listed_models("You must provide a valid API key.") == []
+    assert rolling.listed_models(None) == [] and rolling.listed_models({"models": [3, "a"]}) == ["a"]
