@@ -16,7 +16,6 @@ says so, naming the role, for the caller to ask for a confirmation.
 from __future__ import annotations
 
 import json
-
 from urllib.parse import quote
 
 
