@@ -256,7 +256,10 @@ def front_outages(plan, groups):
 
 
 def replica_members(plan, group_ids):
-    """The services of the groups ``group_ids``, node 0 first: ``[{key, host, name, unit, node0, group, health}]``."""
+    """The services of the groups ``group_ids``, node 0 first: ``[{key, host, name, unit, node0, group, url, health}]``.
+
+    ``health`` is the plan's (what ``health_targets`` and ``service_health`` wait on); ``url`` its
+    URL (None for a headless follower)."""
     wanted = set(group_ids)
     index = {}
     for host, data in (plan.get("hosts") or {}).items():
@@ -277,6 +280,7 @@ def replica_members(plan, group_ids):
                     "node0": key == group["id"],
                     "group": group["id"],
                     "url": (svc.get("health") or {}).get("url"),
+                    "health": svc.get("health"),
                 }
             )
     return sorted(out, key=lambda m: not m["node0"])

@@ -101,3 +101,14 @@ def test_listed_models_reads_openai_and_runtime_router_answers():
     assert rolling.listed_models('{"models":["kimi-k3-sandbox"]}') == ["kimi-k3-sandbox"]
     assert rolling.listed_models("You must provide a valid API key.") == []
     assert rolling.listed_models(None) == [] and rolling.listed_models({"models": [3, "a"]}) == ["a"]
+
+
+def test_the_members_a_restart_waits_on_carry_their_health_urls():
+    from ansible_collections.kimi_k3.serving.plugins.module_utils.units import health_targets
+
+    plan = example_plan("nvidia-pd-nixl")
+    groups = rolling.replica_groups(plan)
+    members = rolling.replica_members(plan, [g["id"] for g in groups])
+    targets = health_targets(members)
+    assert targets and all(t["url"] and t["url"].endswith("/health") for t in targets)
+    assert [t["url"] for t in targets] == [m["url"] for m in members]
