@@ -23,13 +23,14 @@ def router_missing_workers(results):
     return rolling.missing_workers(results)
 
 
-def replica_batches(plan, serial=1):
+def replica_batches(plan, serial=1, only=None):
     try:
         groups = rolling.replica_groups(_plan(plan, "replica_batches"))
-        out = dict(rolling.batches(groups, serial), groups=groups)
+        out = dict(rolling.batches(groups, serial, None if only is None else list(only)), groups=groups)
     except rolling.RollingError as exc:
         raise AnsibleFilterError("replica_batches: %s" % exc) from None
-    out["outages"] = out["outages"] + rolling.front_outages(plan, groups)
+    rolled = {g for batch in out["batches"] for g in batch}
+    out["outages"] = out["outages"] + rolling.front_outages(plan, [g for g in groups if g["id"] in rolled])
     return out
 
 
@@ -39,6 +40,12 @@ def replica_members(plan, group_ids):
 
 def front_actions(plan, group_ids):
     return rolling.front_actions(_plan(plan, "front_actions"), list(group_ids))
+
+
+def changed_groups(plan, changed):
+    if not isinstance(changed, dict):
+        raise AnsibleFilterError("changed_groups needs a mapping of host to changed service names")
+    return rolling.changed_groups(_plan(plan, "changed_groups"), changed)
 
 
 def listed_models(answer):
@@ -56,4 +63,5 @@ class FilterModule:
             "front_actions": front_actions,
             "replica_members": replica_members,
             "listed_models": listed_models,
+            "changed_groups": changed_groups,
         }

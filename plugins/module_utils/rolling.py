@@ -61,14 +61,41 @@ def replica_groups(plan):
     return list(groups.values())
 
 
-def batches(groups, serial=1):
+def changed_groups(plan, changed):
+    """The replica groups (ids, plan order) with a member in ``changed``: ``{host: [service name, ...]}``.
+
+    A group restarts whole (node 0 with its followers), so one changed member takes its group.
+    """
+    names = {host: set(services or []) for host, services in (changed or {}).items()}
+    out = []
+    for group in replica_groups(plan):
+        for key in group["members"]:
+            host, _, name = key.partition("/")
+            if name in names.get(host, ()):
+                out.append(group["id"])
+                break
+    return out
+
+
+def batches(groups, serial=1, only=None):
     """``{"batches": [[group id, ...], ...], "outages": [sentence, ...]}`` for ``serial`` groups at a time.
 
     Groups of different roles alternate, so that each batch takes as few groups of one role as it
-    can; a role's groups are never all in one batch unless ``serial`` leaves no other way.
+    can; a role's groups are never all in one batch unless ``serial`` leaves no other way. ``only``
+    (group ids) rolls just those groups (upgrade.yml: the ones whose files changed); the others of
+    their role keep serving, so a role is out only if its every group is in one batch.
     """
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
         raise RollingError("the batch size must be a whole number of replica groups, 1 or more (got %r)" % (serial,))
+    everyone = {}
+    for group in groups:
+        everyone.setdefault(group["role"], []).append(group)
+    if only is not None:
+        wanted = set(only)
+        unknown = sorted(wanted - {g["id"] for g in groups})
+        if unknown:
+            raise RollingError("no replica group is called %s" % ", ".join(unknown))
+        groups = [g for g in groups if g["id"] in wanted]
     by_role = {}
     for group in groups:
         by_role.setdefault(group["role"], []).append(group)
@@ -86,7 +113,8 @@ def batches(groups, serial=1):
         else:
             current.append(group)
     outages = []
-    for role, role_groups in by_role.items():
+    for role in by_role:
+        role_groups = everyone[role]
         if len(role_groups) == 1:
             outages.append(
                 "role %s has a single replica group (%s): restarting it stops that role until it is back"

@@ -112,3 +112,33 @@ def test_the_members_a_restart_waits_on_carry_their_health_urls():
     targets = health_targets(members)
     assert targets and all(t["url"] and t["url"].endswith("/health") for t in targets)
     assert [t["url"] for t in targets] == [m["url"] for m in members]
+
+
+def test_rolling_only_some_groups_keeps_the_others_of_their_role_serving():
+    plan = example_plan("mi355x-pd-1p3d-c24")  # one prefill, three decode groups
+    groups = rolling.replica_groups(plan)
+    decodes = [g["id"] for g in groups if g["role"] == "decode"]
+    prefill = [g["id"] for g in groups if g["role"] == "prefill"]
+    one = rolling.batches(groups, 1, only=decodes[:1])
+    assert one == {"batches": [decodes[:1]], "outages": []}
+    # Two of three decode groups at once: the third serves.
+    assert rolling.batches(groups, 2, only=decodes[:2])["outages"] == []
+    assert any("every decode group" in o for o in rolling.batches(groups, 3, only=decodes)["outages"])
+    assert any("single replica group" in o for o in rolling.batches(groups, 1, only=prefill)["outages"])
+    assert rolling.batches(groups, 1, only=[]) == {"batches": [], "outages": []}
+    with pytest.raises(rolling.RollingError, match="no replica group is called nowhere/x"):
+        rolling.batches(groups, 1, only=["nowhere/x"])
+
+
+def test_a_changed_follower_takes_its_whole_group_and_nothing_else():
+    plan = example_plan("nvidia-dep16")
+    group = rolling.replica_groups(plan)[0]
+    follower_host, _, follower = group["members"][-1].partition("/")
+    assert group["members"][-1] != group["id"]
+    assert rolling.changed_groups(plan, {follower_host: [follower]}) == [group["id"]]
+    assert rolling.changed_groups(plan, {follower_host: []}) == []
+    assert rolling.changed_groups(plan, {"elsewhere": [follower]}) == []
+    pd = example_plan("mi355x-pd-1p3d-c24")
+    decode = [g for g in rolling.replica_groups(pd) if g["role"] == "decode"][1]
+    host, _, name = decode["id"].partition("/")
+    assert rolling.changed_groups(pd, {host: [name]}) == [decode["id"]]
