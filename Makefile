@@ -112,7 +112,7 @@ test: venv venv-vllm lint
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/molecule test -s cluster
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
-	$(BIN)/pytest tests/preflight $(PYTEST_ARGS)
+	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 	$(BIN)/pytest tests/security $(PYTEST_ARGS)
 
 # The quick loop: no venv but the controller's, no root, no cluster.

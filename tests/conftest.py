@@ -21,7 +21,7 @@ SPEC_DIR = ROOT.parent / "shared" / "spec"
 from ansible_collections.kimi_k3.serving.plugins.module_utils import planner  # noqa: E402
 
 # The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``).
-pytest_plugins = ["secured_sandbox"]
+pytest_plugins = ["secured_sandbox", "cluster_sandbox"]
 
 
 def ansible_env():

@@ -11,6 +11,26 @@ INVENTORY = ROOT / "inventories" / "sandbox"
 HOST_VARS = INVENTORY / "host_vars"
 
 
+# One host set at a time on the sandbox's bridge: the fixture that holds it, and how it goes down.
+_HOLDER = {}
+
+
+def claim_hosts(name, down):
+    """Before a fixture brings up host set ``name``: the set another fixture holds goes down first."""
+    held = _HOLDER.get("current")
+    if held and held[0] != name:
+        held[1]()
+    _HOLDER["current"] = (name, down)
+
+
+def release_hosts(name):
+    """At a fixture's end: its host set goes down, unless another fixture has claimed the machine since."""
+    held = _HOLDER.get("current")
+    if held and held[0] == name:
+        del _HOLDER["current"]
+        held[1]()
+
+
 def run(*cmd, check=True, env=None, timeout=1800):
     """Run a command from the checkout with Ansible's environment (plus ``env``); fail with its output."""
     proc = subprocess.run(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, VENV_BIN, ansible_env
-from sandbox_run import playbook, run
+from sandbox_run import claim_hosts, playbook, release_hosts, run
 
 HOSTS = {"K3SB_HOSTS_FILE": str(ROOT / "tests" / "security" / "hosts.txt")}
 SANDBOX_STATE = Path("/var/lib/k3-sandbox/hosts")
@@ -147,6 +147,7 @@ def deployed(tmp_path_factory):
     plan_dir = tmp_path_factory.mktemp("plan")
     args = ("-e", "@%s" % secrets_file, "--vault-password-file", password, "-e", "k3_plan_dir=%s" % plan_dir)
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
+    claim_hosts("secured", lambda: run("tools/sandbox.sh", "down", check=False, env=HOSTS))
     run("tools/sandbox.sh", "up", env=HOSTS)
     before = {name: host_changes(name) for name in DEPLOYMENT}
     watch = ArgvWatch(keys)
@@ -166,4 +167,4 @@ def deployed(tmp_path_factory):
         }
     finally:
         watch.stop.set()
-        run("tools/sandbox.sh", "down", check=False, env=HOSTS)
+        release_hosts("secured")

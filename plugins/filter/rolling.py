@@ -48,6 +48,15 @@ def changed_groups(plan, changed):
     return rolling.changed_groups(_plan(plan, "changed_groups"), changed)
 
 
+def node_removal(plan, nodes):
+    if isinstance(nodes, str):
+        nodes = [n.strip() for n in nodes.split(",") if n.strip()]
+    try:
+        return rolling.node_removal(_plan(plan, "node_removal"), nodes)
+    except rolling.RollingError as exc:
+        raise AnsibleFilterError("node: %s" % exc) from None
+
+
 def listed_models(answer):
     return rolling.listed_models(answer)
 
@@ -64,4 +73,5 @@ class FilterModule:
             "replica_members": replica_members,
             "listed_models": listed_models,
             "changed_groups": changed_groups,
+            "node_removal": node_removal,
         }

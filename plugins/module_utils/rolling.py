@@ -77,6 +77,42 @@ def changed_groups(plan, changed):
     return out
 
 
+def node_removal(plan, nodes):
+    """What removing the engine hosts ``nodes`` takes away: ``{groups, hosts, outages}``.
+
+    ``groups``: the replica groups with a member on one of them (plan order); ``hosts``: every host
+    of those groups (a node of a multi-node engine takes its whole engine, and the other hosts of
+    it go too); ``outages``: each role left with no group at all. A node with no engine of the
+    plan is an error naming it.
+    """
+    nodes = list(nodes or [])
+    hosts = plan.get("hosts") or {}
+    groups = replica_groups(plan)
+    on = {h for g in groups for h in g["hosts"]}
+    problems = [n for n in nodes if n not in on]
+    if not nodes:
+        raise RollingError("name the engine host to remove (-e node=HOST)")
+    if problems:
+        known = sorted(on)
+        raise RollingError(
+            "%s %s no engine of the plan (engine hosts: %s)"
+            % (", ".join(problems), "runs" if len(problems) == 1 else "run", ", ".join(known))
+            if all(p in hosts for p in problems)
+            else "%s: not in the inventory's plan (engine hosts: %s)" % (", ".join(problems), ", ".join(known))
+        )
+    chosen = [g for g in groups if set(g["hosts"]) & set(nodes)]
+    leaving = []
+    for g in chosen:
+        for h in g["hosts"]:
+            if h not in leaving:
+                leaving.append(h)
+    outages = []
+    for role in dict.fromkeys(g["role"] for g in chosen):
+        if all(g in chosen for g in groups if g["role"] == role):
+            outages.append("removing %s leaves no %s engine: the deployment stops serving" % (", ".join(leaving), role))
+    return {"groups": [g["id"] for g in chosen], "hosts": leaving, "outages": outages}
+
+
 def batches(groups, serial=1, only=None):
     """``{"batches": [[group id, ...], ...], "outages": [sentence, ...]}`` for ``serial`` groups at a time.
 
@@ -165,6 +201,24 @@ def listed_models(answer):
     return [m for m in answer.get("models") or [] if isinstance(m, str)]
 
 
+def _pd_front(svc, services):
+    """Whether a router sends P/D requests: P/D mode, or a runtime-registering router in front of
+    prefill and decode engines (it serves workers registered as prefill/decode with its P/D router)."""
+    argv = svc.get("argv")
+    if _flag_present(argv, "--vllm-pd-disaggregation"):
+        return True
+    if not _flag_present(argv, "--enable-igw"):
+        return False
+    roles = set()
+    for dep in svc.get("after") or []:
+        other = services.get(dep)
+        if isinstance(other, tuple):
+            other = other[1]
+        if other and other.get("kind") == "vllm":
+            roles.add(other.get("role"))
+    return {"prefill", "decode"} <= roles
+
+
 def router_registrations(plan, host=None):
     """The workers each runtime-registering router must be told about: ``[{router, url, workers}]``.
 
@@ -187,7 +241,7 @@ def router_registrations(plan, host=None):
         for svc in data.get("services") or []:
             if svc.get("kind") != "router" or not _flag_present(svc.get("argv"), "--enable-igw"):
                 continue
-            pd = _flag_present(svc.get("argv"), "--vllm-pd-disaggregation")
+            pd = _pd_front(svc, services)
             workers = []
             for dep in svc.get("after") or []:
                 other = services.get(dep)
@@ -248,7 +302,7 @@ def front_actions(plan, group_ids):
                 mode = "igw"
             else:
                 mode = "static"
-            pd = _flag_present(argv, "--vllm-pd-disaggregation")
+            pd = _pd_front(svc, services)
             out.append(
                 {
                     "group": group["id"],

@@ -11,15 +11,21 @@ Needs root.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
 import pytest
+import yaml
 from conftest import ROOT, VENV_BIN, ansible_env
-from sandbox_run import run
+from sandbox_run import claim_hosts, release_hosts, run
+from secured_sandbox import request
 from traffic import Traffic
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.metrics import metric_sum
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -62,34 +68,37 @@ def ha(tmp_path_factory):
         .strip()
     )
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", str(MODEL))
+    claim_hosts("ha", lambda: run("tools/sandbox.sh", "down", check=False, env=HOSTS))
     run("tools/sandbox.sh", "up", env=HOSTS)
     try:
         playbook("site.yml", *args)
         yield {"args": args, "key": key, "results": tmp_path_factory.mktemp("traffic")}
     finally:
-        run("tools/sandbox.sh", "down", check=False, env=HOSTS)
+        release_hosts("ha")
 
 
 def playbook(name, *args, check=True):
     return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *args, check=check)
 
 
+def unit_pid(host, unit):
+    """A unit's MainPID (0: not running), read over SSH."""
+    proc = run(
+        VENV_BIN / "ansible",
+        host,
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.command",
+        "-a",
+        "systemctl show -p MainPID --value %s" % unit,
+    )
+    return int(proc.stdout.strip().splitlines()[-1])
+
+
 def main_pids():
-    """Each engine's MainPID, read over SSH."""
-    out = {}
-    for host, unit in ENGINES.items():
-        proc = run(
-            VENV_BIN / "ansible",
-            host,
-            "-i",
-            INVENTORY,
-            "-m",
-            "ansible.builtin.command",
-            "-a",
-            "systemctl show -p MainPID --value %s" % unit,
-        )
-        out[host] = int(proc.stdout.strip().splitlines()[-1])
-    return out
+    """Each engine's MainPID."""
+    return {host: unit_pid(host, unit) for host, unit in ENGINES.items()}
 
 
 def under_traffic(ha, name, *args):
@@ -107,6 +116,20 @@ def under_traffic(ha, name, *args):
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
     print("%s: %.0f s, %s" % (name, took, {k: v for k, v in totals.items() if k != "broken"}))
     return out, totals
+
+
+def status_rows(output):
+    """The rows of status.yml's table, by column name."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["HOST", "SERVICE"] and "ARGV" in line)
+    header = lines[start].split()
+    rows = []
+    for line in lines[start + 1 :]:
+        cells = line.split()
+        if len(cells) != len(header):
+            break
+        rows.append(dict(zip(header, cells, strict=True)))
+    return rows
 
 
 def assert_no_failed_request(totals):
@@ -139,10 +162,86 @@ def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no
     assert all(after[h] != before[h] for h in ENGINES), (before, after)
     # Every engine now runs the plan's new argv, and nothing else drifted.
     status = playbook("playbooks/status.yml", *ha["args"], *new)
-    table = status.stdout.split("HOST ", 1)[1].split("TASK", 1)[0]
-    rows = [line.split() for line in table.splitlines() if line.strip().startswith("k3-sb-")]
-    engines = [r for r in rows if r[0] in ENGINES]
-    assert len(engines) == 4 and all(r[6] == "plan" and r[7] == "plan" for r in engines), table
+    rows = status_rows(status.stdout)
+    engines = [r for r in rows if r["HOST"] in ENGINES]
+    assert len(engines) == 4 and all(r["ARGV"] == "plan" and r["FILES"] == "plan" for r in engines), rows
     # Run again: nothing changes, nothing restarts.
     again = playbook("playbooks/upgrade.yml", *ha["args"], *new)
     assert "nothing changes" in again.stdout and main_pids() == after
+
+
+def router_workers(ha):
+    status, body = request(ROUTER + "/workers", ha["key"])
+    assert status == 200, body
+    return {w["url"]: w for w in json.loads(body)["workers"]}
+
+
+def without_decode2(tmp_path):
+    """The inventory after the operator took k3-sb-decode2 out of the decode group."""
+    inv = tmp_path / "inventory"
+    shutil.copytree(INVENTORY, inv)
+    hosts = yaml.safe_load((inv / "hosts.yml").read_text())
+    del hosts["all"]["children"]["decode"]["hosts"]["k3-sb-decode2"]
+    (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    return inv
+
+
+def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(ha, tmp_path):
+    extra = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 30}]}']  # what the upgrade left running
+    decode2 = "http://10.77.0.17:8200"
+    before = main_pids()
+    router_pid = unit_pid("k3-sb-front", "k3-router")
+    refused = playbook("playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-sb-front", check=False)
+    assert refused.returncode != 0 and "k3-sb-front runs no engine of the plan" in refused.stdout, refused.stdout[
+        -2000:
+    ]
+
+    out, totals = under_traffic(
+        ha, "remove", "playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-sb-decode2"
+    )
+    assert_no_failed_request(totals)
+    assert "removed k3-sb-decode2 (k3-sb-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
+    assert decode2 not in router_workers(ha)
+    gone = run(
+        VENV_BIN / "ansible",
+        "k3-sb-decode2",
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.stat",
+        "-a",
+        "path=/etc/systemd/system/k3-decode.service",
+    )
+    assert '"exists": false' in gone.stdout, gone.stdout
+    kept = {h: p for h, p in main_pids().items() if h != "k3-sb-decode2"}
+    assert kept == {h: p for h, p in before.items() if h != "k3-sb-decode2"}
+    assert unit_pid("k3-sb-front", "k3-router") == router_pid
+    # The operator takes it out of the inventory: status is clean on what is left.
+    smaller = without_decode2(tmp_path)
+    status = run(VENV_BIN / "ansible-playbook", "playbooks/status.yml", "-i", smaller, *ha["args"], *extra)
+    assert sorted(r["HOST"] for r in status_rows(status.stdout)) == [
+        "k3-sb-decode",
+        "k3-sb-front",
+        "k3-sb-prefill",
+        "k3-sb-prefill2",
+    ], status.stdout[-3000:]
+
+    # Back into the inventory's decode group: scale.yml makes it join, nothing else restarts.
+    out, totals = under_traffic(ha, "scale", "playbooks/scale.yml", *ha["args"], *extra, "-e", "node=k3-sb-decode2")
+    assert_no_failed_request(totals)
+    assert "added k3-sb-decode2 (k3-sb-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
+    workers = router_workers(ha)
+    assert workers[decode2]["is_healthy"] and workers[decode2]["worker_type"] == "decode", workers
+    after = main_pids()
+    assert after["k3-sb-decode2"] and all(after[h] == kept[h] for h in kept), (kept, after)
+    assert unit_pid("k3-sb-front", "k3-router") == router_pid
+    # The new host serves: requests through the router reach it.
+    for _ in range(8):
+        assert (
+            request(
+                ROUTER + "/v1/completions", ha["key"], {"model": "kimi-k3-sandbox", "prompt": "hi", "max_tokens": 2}
+            )[0]
+            == 200
+        )
+    status, metrics = request(decode2 + "/metrics")
+    assert status == 200 and metric_sum(metrics, "vllm:request_success_total") > 0

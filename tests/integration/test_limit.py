@@ -4,7 +4,7 @@ The example hosts do not exist (TEST-NET addresses): what runs here is what need
 computed once on the controller for the whole inventory whatever --limit says, and every role getting
 it (the tasks tagged always: the plan and the roles' argument checks). Anything that would contact a
 host would show up as unreachable in the recap. The roles' own tasks under --limit run on the
-sandbox's real test hosts (tests/cluster/test_limit_check.py).
+sandbox's real test hosts (tests/cluster/test_site_limit_check.py).
 """
 
 from __future__ import annotations

@@ -142,3 +142,29 @@ def test_a_changed_follower_takes_its_whole_group_and_nothing_else():
     decode = [g for g in rolling.replica_groups(pd) if g["role"] == "decode"][1]
     host, _, name = decode["id"].partition("/")
     assert rolling.changed_groups(pd, {host: [name]}) == [decode["id"]]
+
+
+def test_removing_a_node_takes_its_groups_and_names_what_would_stop():
+    pd = example_plan("mi355x-pd-1p3d-c24")
+    groups = rolling.replica_groups(pd)
+    decode = [g for g in groups if g["role"] == "decode"][2]
+    prefill = [g for g in groups if g["role"] == "prefill"][0]
+    out = rolling.node_removal(pd, decode["hosts"])
+    assert out == {"groups": [decode["id"]], "hosts": decode["hosts"], "outages": []}
+    only_prefill = rolling.node_removal(pd, prefill["hosts"][:1])
+    assert only_prefill["groups"] == [prefill["id"]]
+    assert only_prefill["outages"] == [
+        "removing %s leaves no prefill engine: the deployment stops serving" % ", ".join(prefill["hosts"])
+    ]
+    # A follower of a multi-node engine takes the whole engine, node 0 included.
+    dep = example_plan("nvidia-dep16")
+    engine = rolling.replica_groups(dep)[0]
+    whole = rolling.node_removal(dep, [engine["hosts"][-1]])
+    assert whole["groups"] == [engine["id"]] and whole["hosts"] == engine["hosts"]
+    router_host = next(h for h, d in pd["hosts"].items() if any(s["kind"] == "router" for s in d["services"]))
+    with pytest.raises(rolling.RollingError, match="%s runs no engine of the plan" % router_host):
+        rolling.node_removal(pd, [router_host])
+    with pytest.raises(rolling.RollingError, match="nobody: not in the inventory"):
+        rolling.node_removal(pd, ["nobody"])
+    with pytest.raises(rolling.RollingError, match="name the engine host"):
+        rolling.node_removal(pd, [])

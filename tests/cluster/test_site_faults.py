@@ -1,7 +1,7 @@
 """Faults on the real sandbox cluster: a service that fails to start, a stopped engine, and healing.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real
-systemd and SSH. Needs root; builds the sandbox once for the module and removes it.
+systemd and SSH. Needs root; the deployed sandbox is tests/cluster/conftest.py's.
 """
 
 from __future__ import annotations
@@ -14,19 +14,6 @@ from conftest import ROOT, VENV_BIN
 from sandbox_run import HOST_VARS, INVENTORY, adhoc, playbook, recap, run, systemctl
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    run("tools/sandbox.sh", "up")
-    try:
-        playbook("site.yml")
-        yield
-    finally:
-        for f in HOST_VARS.glob("*.yml"):
-            f.unlink()
-        run("tools/sandbox.sh", "down", check=False)
 
 
 def test_stopped_decode_fails_verify_naming_it_and_site_heals(cluster):

@@ -1,7 +1,7 @@
 """--limit on the real sandbox cluster: one host, --check and for real, and a role on its own.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real systemd and SSH.
-Needs root; builds and deploys the sandbox once for the module and removes it.
+Needs root; the deployed sandbox is tests/cluster/conftest.py's.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import os
 import re
 
 import pytest
-from conftest import ROOT
-from sandbox_run import playbook, recap, run, systemctl
+from sandbox_run import playbook, recap, systemctl
 
 HOSTS = ["k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode"]
 
@@ -21,17 +20,6 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs roo
 def planned_hosts(output):
     """Hosts named in the plan summary the plan task printed."""
     return sorted({m.group(1) for m in re.finditer(r"^    - (k3-sb-\S+)\s", output, re.M)})
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    run("tools/sandbox.sh", "up")
-    try:
-        playbook("site.yml")
-        yield
-    finally:
-        run("tools/sandbox.sh", "down", check=False)
 
 
 @pytest.mark.parametrize("host", ["k3-sb-dp1", "k3-sb-front"])

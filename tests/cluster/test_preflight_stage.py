@@ -135,15 +135,16 @@ def refused(*args):
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    run("tools/sandbox.sh", "up")
+def sandbox(sandbox_hosts):
+    """The sandbox's hosts with nothing of the collection on them (tests/cluster_sandbox.py's)."""
+    if sandbox_hosts["deployed"]:
+        run(VENV_BIN / "ansible-playbook", "playbooks/teardown.yml", "-i", INVENTORY, "-e", "confirm=yes")
+        sandbox_hosts["deployed"] = False
     try:
-        yield
+        yield sandbox_hosts
     finally:
         for f in HOST_VARS.glob("*.yml"):
             f.unlink()
-        run("tools/sandbox.sh", "down", check=False)
 
 
 @pytest.fixture
@@ -238,6 +239,7 @@ def test_deployed_sandbox_passes_with_the_ports_held_by_its_own_units_then_refus
     sandbox, clean_host_vars
 ):
     site("--skip-tags", "verify")
+    sandbox["deployed"] = True
     out = site("--tags", "plan,preflight")
     seconds = role_seconds(out.stdout, "preflight")
     print("preflight stage on the deployed sandbox: %.1f s (whole run: %.1f s)" % (seconds, out.seconds))
