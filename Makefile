@@ -104,7 +104,8 @@ lint: venv
 test: venv venv-vllm lint
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
-	$(BIN)/pytest tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	# The table-driven suites are independent: one worker per core.
+	$(BIN)/pytest -n auto tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
