@@ -26,6 +26,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
 	@echo "make sandbox-down  remove it"
+	@echo "make sandbox-ha    the HA variant (every serving role twice) for the day-two operations; make sandbox-ha-down"
 	@echo "make site     run site.yml on INVENTORY (default $(INVENTORY))"
 	@echo "make plan     write the plan of INVENTORY to PLAN_DIR (default $(PLAN_DIR))"
 	@echo "make test     lint + every test (installs the venvs it needs)"
