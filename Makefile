@@ -113,7 +113,6 @@ test: venv venv-vllm lint
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
-	$(BIN)/molecule test -s cluster
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
 	$(BIN)/pytest tests/security $(PYTEST_ARGS)
 
