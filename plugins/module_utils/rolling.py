@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.profiles import argv_flags, flag_key
+
 
 class RollingError(ValueError):
     """A plan or a batch size a rolling operation cannot use."""
@@ -168,18 +170,12 @@ def batches(groups, serial=1, only=None):
 
 
 def _flag_present(argv, name):
-    return any(str(a) == name or str(a).startswith(name + "=") for a in argv or [])
+    return flag_key(name) in argv_flags([str(a) for a in argv or []])
 
 
 def _flag_value(argv, name):
-    """The value after ``name`` (or of ``name=value``) in an argv list; None when absent."""
-    argv = list(argv or [])
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            return argv[i + 1]
-        if isinstance(arg, str) and arg.startswith(name + "="):
-            return arg.split("=", 1)[1]
-    return None
+    """The value of ``name`` in an argv list (profiles.argv_flags: the last one wins); None when absent."""
+    return argv_flags([str(a) for a in argv or []]).get(flag_key(name))
 
 
 def listed_models(answer):
