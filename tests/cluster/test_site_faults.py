@@ -1,7 +1,7 @@
 """Faults on the real sandbox cluster: a service that fails to start, a stopped engine, and healing.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real
-systemd and SSH. Needs root; the deployed sandbox is tests/cluster/conftest.py's.
+systemd and SSH. Needs root; the deployed sandbox is tests/cluster_sandbox.py's.
 """
 
 from __future__ import annotations

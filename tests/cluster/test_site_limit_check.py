@@ -1,7 +1,7 @@
 """--limit on the real sandbox cluster: one host, --check and for real, and a role on its own.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real systemd and SSH.
-Needs root; the deployed sandbox is tests/cluster/conftest.py's.
+Needs root; the deployed sandbox is tests/cluster_sandbox.py's.
 """
 
 from __future__ import annotations
