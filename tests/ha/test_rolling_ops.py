@@ -102,7 +102,7 @@ def main_pids():
     return {host: unit_pid(host, unit) for host, unit in ENGINES.items()}
 
 
-def under_traffic(ha, name, *args):
+def under_traffic(ha, name, *args, expect_failure=False):
     """Run a playbook while vllm bench serve sends requests through the router; its output and the totals."""
     load = Traffic(ROUTER, "kimi-k3-sandbox", MODEL, ha["results"] / name, key=ha["key"])
     load.start()
@@ -114,7 +114,7 @@ def under_traffic(ha, name, *args):
         took = time.monotonic() - started
         time.sleep(3)
         totals = load.finish()
-    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-3000:]
+    assert (out.returncode != 0) == expect_failure, out.stdout[-6000:] + out.stderr[-3000:]
     print("%s: %.0f s, %s" % (name, took, {k: v for k, v in totals.items() if k != "broken"}))
     return out, totals
 
@@ -170,6 +170,39 @@ def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no
     again = playbook("playbooks/upgrade.yml", *ha["args"], *new)
     assert "nothing changes" in again.stdout and main_pids() == after
     ha["extra"] = new
+
+
+def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the_others_serve(ha):
+    """k3-sb-prefill2's engine is given a logging configuration that does not exist: it exits at start."""
+    bad = INVENTORY / "host_vars" / "k3-sb-prefill2.yml"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_text("---\nk3_env:\n  VLLM_LOGGING_CONFIG_PATH: /nonexistent/k3-logging.json\n")
+    before = main_pids()
+    try:
+        out, totals = under_traffic(
+            ha,
+            "broken",
+            "playbooks/upgrade.yml",
+            *ha["args"],
+            *ha["extra"],
+            "-e",
+            "restart_health_timeout=60",
+            expect_failure=True,
+        )
+    finally:
+        bad.unlink()
+    assert_no_failed_request(totals)
+    text = out.stdout + out.stderr
+    assert "Replica groups to restart: k3-sb-prefill2/prefill" in re.sub(r"\s+", " ", text), text[-3000:]
+    assert "fatal: [localhost -> k3-sb-prefill2]" in text, text[-3000:]
+    assert "Could not load logging config" in text, text[-3000:]  # its journal's tail
+    after = main_pids()
+    assert all(after[h] == before[h] for h in ENGINES if h != "k3-sb-prefill2"), (before, after)
+    assert "http://10.77.0.16:8100" not in router_workers(ha)
+    # The inventory fixed, the next upgrade brings it back.
+    healed, totals = under_traffic(ha, "healed", "playbooks/upgrade.yml", *ha["args"], *ha["extra"])
+    assert_no_failed_request(totals)
+    assert router_workers(ha)["http://10.77.0.16:8100"]["is_healthy"]
 
 
 def router_workers(ha):
