@@ -50,7 +50,13 @@ def main(argv):
     wall = time.monotonic() - started
     if proc.returncode:
         sys.exit("restart.yml failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout[-4000:], proc.stderr[-2000:]))
-    report = json.loads(proc.stdout)
+    out = ROOT / ".cache" / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rolling-restart.json").write_text(proc.stdout)
+    # The callback's report is the one JSON document of stdout; a line printed before it (a prompt,
+    # a warning) is not part of it.
+    start = proc.stdout.find("\n{") + 1 if not proc.stdout.startswith("{") else 0
+    report = json.loads(proc.stdout[start:])
     per_batch = {}
     for play in report["plays"]:
         for task in play["tasks"]:
