@@ -12,7 +12,7 @@ import ipaddress
 import re
 
 from . import cli_flags
-from .profiles import ProfileError, list_profiles, load_profile
+from .profiles import ProfileError, list_profiles, load_profile, variant_names
 from .variables import Invalid, check_value
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
@@ -125,6 +125,67 @@ class InputsMixin:
         except ProfileError as exc:
             self.problem(hosts[0], "k3_profile", str(exc), "repair the profile data file")
             return None
+
+    def select_variant(self, hosts):
+        """The variant k3_variant selects (None: the profile as it stands); a refused one is a problem.
+
+        Runs after check_variables: a value of the wrong type was refused there and removed, so
+        what is left is a text or null.
+        """
+        profile = self.profile
+        known = variant_names(profile)
+        values = {}
+        for host in hosts:
+            value = self.hv(host, "k3_variant")
+            values.setdefault(value if value is None or isinstance(value, str) else repr(value), []).append(host)
+        if len(values) > 1:
+            detail = "; ".join("%s on %s" % ("(unset)" if v is None else v, ", ".join(h)) for v, h in values.items())
+            self.problem(
+                hosts[0],
+                "k3_variant",
+                "must be the same on every host of the deployment, got %s" % detail,
+                "set k3_variant once, in all.vars",
+            )
+            return None
+        name = next(iter(values))
+        if name is None:
+            return None
+        if not known:
+            owners = self.variant_owners()
+            for host in values[name]:
+                self.problem(
+                    host,
+                    "k3_variant",
+                    "profile %s has no variants (k3_variant is %r)" % (profile["name"], name),
+                    "remove k3_variant%s"
+                    % ("; the profiles with variants are: %s" % ", ".join(owners) if owners else ""),
+                )
+            return None
+        if name not in known:
+            close = self.contract.closest(name, known)
+            for host in values[name]:
+                self.problem(
+                    host,
+                    "k3_variant",
+                    "profile %s has no variant %r%s"
+                    % (profile["name"], name, " (did you mean %s?)" % close if close else ""),
+                    "set k3_variant to one of the variants of %s: %s (or leave it unset for the profile as it "
+                    "stands)" % (profile["name"], ", ".join(known)),
+                )
+            return None
+        return name
+
+    def variant_owners(self):
+        """The profiles that have variants, with them: ``["ascend-a3-mixed (performance, toolcall)"]``."""
+        owners = []
+        for profile in list_profiles(self.profile_dir):
+            try:
+                names = variant_names(load_profile(profile, self.profile_dir))
+            except ProfileError:
+                continue
+            if names:
+                owners.append("%s (%s)" % (profile, ", ".join(names)))
+        return owners
 
     # ------------------------------------------------------------------ the variable contract
     def profile_parameters(self, services_spec):

@@ -16,8 +16,8 @@ def launch_script(plan, host, service):
     """A readable shell script: environment, then exec of the exact argv."""
     lines = [
         "#!/usr/bin/env bash",
-        "# kimi_k3.serving plan: profile %s, host %s, service %s (%s)"
-        % (plan["profile"], host, service["name"], service["kind"]),
+        "# kimi_k3.serving plan: profile %s%s, host %s, service %s (%s)"
+        % (plan["profile"], _variant(plan), host, service["name"], service["kind"]),
     ]
     if service.get("image"):
         lines.append("# image: %s" % service["image"])
@@ -40,6 +40,11 @@ def launch_script(plan, host, service):
     lines.extend(shell_lines({"prepend": (service.get("shell") or {}).get("prepend") or {}}))
     lines.append("exec " + " \\\n    ".join(_argv_lines(service["argv"])))
     return "\n".join(lines) + "\n"
+
+
+def _variant(plan):
+    """``, variant NAME`` after the profile's name when k3_variant selected one, else nothing."""
+    return ", variant %s" % plan["variant"] if plan.get("variant") else ""
 
 
 def _argv_lines(argv):
@@ -84,7 +89,7 @@ def summary_table(plan):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     head = [
-        "profile: %s (%s)" % (plan["profile"], plan.get("title", "")),
+        "profile: %s%s (%s)" % (plan["profile"], _variant(plan), plan.get("title", "")),
         "endpoint: %s" % ((plan.get("endpoint") or {}).get("url", "-")),
         "API keys: %s"
         % (

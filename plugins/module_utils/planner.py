@@ -31,7 +31,7 @@ from .plan_layout import LayoutMixin
 from .plan_model import PlanError, Problem
 from .plan_output import launch_script, plan_files, summary_table
 from .plan_render import RenderMixin
-from .profiles import Renderer, merge
+from .profiles import Renderer, merge, with_variant
 from .variables import load_contract
 
 __all__ = [
@@ -128,6 +128,10 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
         # every address an address. A refused value is dropped, so nothing below runs on it.
         self.check_variables(hosts, services_spec)
         self.check_addresses(hosts)
+        # A variant (k3_variant) is data beside its profile: other parameter defaults, nothing else.
+        variant = self.select_variant(hosts)
+        if variant is not None:
+            profile = self.profile = with_variant(profile, variant)
         params = self.parameters(profile.get("parameters"), hosts, "deployment")
         params["profile"] = profile["name"]
 
@@ -192,7 +196,8 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
         return {
             "version": PLAN_VERSION,
             "profile": profile["name"],
-            "title": profile.get("title", profile["name"]),
+            "variant": variant,
+            "title": _title(profile, variant),
             "platform": profile.get("platform"),
             "parameters": {k: v for k, v in params.items() if k != "profile"},
             "endpoint": _https_endpoint(self.endpoint(pools, services_spec), auth_tls),
@@ -202,6 +207,13 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
             "index": index,
             "verify": verify,
         }
+
+
+def _title(profile, variant):
+    title = profile.get("title", profile["name"])
+    if variant is None:
+        return title
+    return "%s; %s" % (title, profile["variants"][variant]["title"])
 
 
 def _https_endpoint(endpoint, tls):

@@ -108,9 +108,41 @@ def load_profile(name, profile_dir=None, _seen=None):
         parents = [parents]
     for parent in parents:
         merged = merge(merged, load_profile(parent, profile_dir, _seen + [name]))
+    merged.pop("variants", None)  # a variant reconfigures its own profile's deployment: not inherited
     merged = merge(merged, data)
     merged["name"] = name if not name.startswith("_") else merged.get("name", name)
+    problems = variant_problems(merged, os.path.join(profile_dir, name + ".yml"))
+    if problems:
+        raise ProfileError("; ".join(problems))
     return merged
+
+
+def variant_problems(profile, where):
+    """A variant may only change parameters its profile has (a typo would otherwise change nothing)."""
+    known = set(profile.get("parameters") or {})
+    problems = []
+    for vname, variant in sorted((profile.get("variants") or {}).items()):
+        for pname in (variant or {}).get("parameters") or {}:
+            if pname not in known:
+                problems.append(
+                    "%s: variant %s sets parameter %s, which profile %s does not have (its parameters: %s)"
+                    % (where, vname, pname, profile["name"], ", ".join(sorted(known)) or "none")
+                )
+    return problems
+
+
+def variant_names(profile):
+    """The names of a loaded profile's variants, in file order."""
+    return list(profile.get("variants") or {})
+
+
+def with_variant(profile, name):
+    """The profile with variant ``name``'s parameter defaults in place of its own (``name`` None: as it is)."""
+    if name is None:
+        return profile
+    out = copy.deepcopy(profile)
+    out["parameters"] = dict(out.get("parameters") or {}, **profile["variants"][name]["parameters"])
+    return out
 
 
 # --------------------------------------------------------------------------

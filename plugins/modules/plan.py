@@ -71,6 +71,9 @@ plan:
     profile:
       description: The profile's name.
       type: str
+    variant:
+      description: The profile's variant that C(k3_variant) selected; null for the profile as it stands.
+      type: str
     endpoint:
       description: Where clients send requests (the router, the proxy or node 0).
       type: dict

@@ -503,6 +503,65 @@ CASES = [
         "port 8000 is used by",
     ),
     (
+        "variant-unknown",
+        "a3-mixed-4node",
+        set_(ALL, k3_variant="benchmark"),
+        "all",
+        "k3_variant",
+        "profile ascend-a3-mixed has no variant 'benchmark'",
+    ),
+    (
+        "variant-typo",
+        "a3-mixed-4node",
+        set_(ALL, k3_variant="performence"),
+        "all",
+        "k3_variant",
+        "(did you mean performance?)",
+    ),
+    ("variant-list", "a3-mixed-4node", set_(ALL, k3_variant=["performance"]), "all", "k3_variant", "not a text"),
+    ("variant-bool", "a3-mixed-4node", set_(ALL, k3_variant=True), "all", "k3_variant", "True is not a text"),
+    (
+        "variant-mapping",
+        "a3-mixed-4node",
+        set_(ALL, k3_variant={"name": "toolcall"}),
+        "all",
+        "k3_variant",
+        "not a text",
+    ),
+    ("variant-empty", "a3-mixed-4node", set_(ALL, k3_variant=""), "all", "k3_variant", "is empty"),
+    (
+        "variant-number",
+        "a3-mixed-4node",
+        set_(ALL, k3_variant=2),
+        "all",
+        "k3_variant",
+        "profile ascend-a3-mixed has no variant '2'",
+    ),
+    (
+        "variant-differs",
+        "a3-mixed-4node",
+        set_("a3-n2", k3_variant="toolcall"),
+        "a3-n0",
+        "k3_variant",
+        "must be the same on every host of the deployment",
+    ),
+    (
+        "variant-on-a2",
+        "a2-mixed-8node",
+        set_(ALL, k3_variant="performance"),
+        "all",
+        "k3_variant",
+        "profile ascend-a2-mixed has no variants (k3_variant is 'performance')",
+    ),
+    (
+        "variant-not-inherited",
+        "a3-mixed-1m-8node",
+        set_(ALL, k3_variant="toolcall"),
+        "all",
+        "k3_variant",
+        "profile ascend-a3-mixed-1m has no variants",
+    ),
+    (
         "1m-seven-nodes",
         "a3-mixed-1m-8node",
         group("engine", ["a3-n%d" % i for i in range(7)]),
@@ -632,6 +691,33 @@ def test_right_inputs_still_plan(name, change):
     assert plan["hosts"]
 
 
+def test_unknown_variant_names_the_value_the_profile_and_its_variants(tmp_path):
+    inv = example("a3-mixed-4node")
+    set_(ALL, k3_variant="benchmark")(inv)
+    (problem,) = refuse(inv, tmp_path)
+    assert str(problem) == (
+        "host all: k3_variant: profile ascend-a3-mixed has no variant 'benchmark'. Fix: set k3_variant to one of "
+        "the variants of ascend-a3-mixed: performance, toolcall (or leave it unset for the profile as it stands) "
+        "(every host has it: all.vars)"
+    )
+
+
+def test_variant_on_a_profile_without_variants_names_those_with_them(tmp_path):
+    inv = example("nvidia-tp8")
+    set_(ALL, k3_variant="performance")(inv)
+    (problem,) = refuse(inv, tmp_path)
+    assert (problem.host, problem.variable) == ("gb300-n0", "k3_variant")
+    assert problem.message == "profile nvidia-tp8 has no variants (k3_variant is 'performance')"
+    assert problem.fix == "remove k3_variant; the profiles with variants are: ascend-a3-mixed (performance, toolcall)"
+
+
+@pytest.mark.parametrize("value", [None, "performance", "toolcall"])
+def test_a_variant_or_null_plans(value):
+    inv = example("a3-mixed-4node")
+    set_(ALL, k3_variant=value)(inv)
+    assert build_plan(inv)["variant"] == value
+
+
 def test_host_runtime_is_planned_for_every_service():
     inv = example("a3-mixed-4node")
     set_(ALL, k3_runtime="host")(inv)
@@ -639,7 +725,15 @@ def test_host_runtime_is_planned_for_every_service():
     assert {s["runtime"] for h in plan["hosts"].values() for s in h["services"]} == {"host"}
 
 
-SAMPLE = ["knob-typo", "hca-missing", "host-os-unknown", "ip-octet", "flag-abbreviated", "same-address"]
+SAMPLE = [
+    "knob-typo",
+    "hca-missing",
+    "host-os-unknown",
+    "ip-octet",
+    "flag-abbreviated",
+    "same-address",
+    "variant-unknown",
+]
 
 
 @pytest.mark.parametrize("case_id", SAMPLE)

@@ -9,7 +9,7 @@ import functools
 import re
 
 import pytest
-from conftest import ROOT, example_names, example_plan
+from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_input
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_schema, planner
 
@@ -43,10 +43,25 @@ def sandbox_plan(profile):
     return planner.build_plan({"groups": groups, "hostvars": hostvars})
 
 
-PLANS = [("example", name) for name in example_names()] + [("sandbox", name) for name in SANDBOX_GROUPS]
+@functools.cache
+def variant_plan(variant):
+    """The A3 mixed example with k3_variant set on every host (as all.vars would)."""
+    inv = copy.deepcopy(inventory_input(str(EXAMPLES / "a3-mixed-4node" / "hosts.yml")))
+    for data in inv["hostvars"].values():
+        data["k3_variant"] = variant
+    return planner.build_plan(inv)
+
+
+PLANS = (
+    [("example", name) for name in example_names()]
+    + [("sandbox", name) for name in SANDBOX_GROUPS]
+    + [("variant", name) for name in ("performance", "toolcall")]
+)
 
 
 def plan_of(source, name):
+    if source == "variant":
+        return copy.deepcopy(variant_plan(name))
     return copy.deepcopy(example_plan(name) if source == "example" else sandbox_plan(name))
 
 
@@ -214,6 +229,16 @@ def _no_version(plan):
     return "$.version: missing (required)"
 
 
+def _no_variant(plan):
+    del plan["variant"]
+    return "$.variant: missing (required)"
+
+
+def _variant_not_a_name(plan):
+    plan["variant"] = ["performance"]
+    return '$.variant: ["performance"] is array, expected string or null'
+
+
 def _unknown_top_level(plan):
     plan["generated_by"] = "hand"
     return "$.generated_by: unknown key"
@@ -300,6 +325,8 @@ MUTATIONS = [
     _version_2,
     _version_true,
     _no_version,
+    _no_variant,
+    _variant_not_a_name,
     _unknown_top_level,
     _wrong_kind,
     _env_not_string,

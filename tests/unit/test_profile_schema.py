@@ -270,6 +270,59 @@ def test_a_null_service_removes_an_inherited_one(profile_dir):
     assert profiles.load_profile("r", str(profile_dir))["services"]["engine"] is None
 
 
+VARIANTS = """\
+variants:
+  fast:
+    title: A faster service
+    parameters:
+      http_port: 8100
+"""
+
+
+def test_variants_load_and_are_not_inherited(profile_dir):
+    write(profile_dir, "p", PROFILE + VARIANTS)
+    write(profile_dir, "r", "extends: [p]\ntitle: Extends p\n")
+    assert profiles.load_profile("p", str(profile_dir))["variants"] == {
+        "fast": {"title": "A faster service", "parameters": {"http_port": 8100}}
+    }
+    assert profiles.variant_names(profiles.load_profile("p", str(profile_dir))) == ["fast"]
+    assert "variants" not in profiles.load_profile("r", str(profile_dir))
+
+
+def test_a_variant_changes_parameter_defaults_only(profile_dir):
+    write(profile_dir, "p", PROFILE + VARIANTS)
+    merged = profiles.load_profile("p", str(profile_dir))
+    assert profiles.with_variant(merged, None) is merged
+    fast = profiles.with_variant(merged, "fast")
+    assert fast["parameters"] == {"model_path": "/models/m", "http_port": 8100}
+    assert merged["parameters"]["http_port"] == 8000  # the loaded profile is not changed
+    assert {k: v for k, v in fast.items() if k != "parameters"} == {
+        k: v for k, v in merged.items() if k != "parameters"
+    }
+
+
+def test_a_variant_of_a_parameter_the_profile_lacks_is_refused(profile_dir):
+    write(profile_dir, "p", PROFILE + VARIANTS.replace("http_port: 8100", "htp_port: 8100"))
+    assert refusal(profile_dir) == (
+        "%s: variant fast sets parameter htp_port, which profile p does not have (its parameters: http_port, "
+        "model_path)" % (profile_dir / "p.yml")
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        (VARIANTS.replace("    title: A faster service\n", ""), "$.variants.fast.title: missing (required)"),
+        (VARIANTS + "    args: [--enforce-eager]\n", "$.variants.fast.args: unknown key"),
+        (VARIANTS.replace("  fast:", "  Fast_1:"), '$.variants: key "Fast_1" does not match'),
+        ("variants: [fast]\n", "$.variants: "),
+    ],
+)
+def test_a_malformed_variant_is_refused(profile_dir, text, want):
+    write(profile_dir, "p", PROFILE + text)
+    assert want in refusal(profile_dir)
+
+
 def test_the_planner_reports_the_profile_file(profile_dir):
     write(profile_dir, "p", PROFILE + "topology: aggregated\n")
     inventory = {"groups": {"engine": ["e0"]}, "hostvars": {"e0": {"k3_profile": "p", "ansible_host": "10.1.0.1"}}}

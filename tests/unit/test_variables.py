@@ -59,6 +59,15 @@ def test_every_default_of_every_profile_matches_its_declaration():
             values.update((spec or {}).get("parameters") or {})
         for pname, value in values.items():
             check_value(CONTRACT.parameter(pname), value)  # raises Invalid on a mismatch
+        for variant in (data.get("variants") or {}).values():
+            for pname, value in variant["parameters"].items():
+                check_value(CONTRACT.parameter(pname), value)
+
+
+def test_some_profile_has_variants_and_k3_variant_is_declared():
+    assert any(load_profile(name).get("variants") for name in list_profiles())
+    decl = CONTRACT.get("k3_variant")
+    assert (decl.section, decl.type, decl.scope, decl.spec.get("nullable")) == ("host", "str", "deployment", True)
 
 
 def test_every_k3_variable_the_collection_reads_is_declared():
