@@ -110,3 +110,30 @@ def assert_same_argv(got, want):
             mark = "  " if (i < len(g) and i < len(w) and g[i] == w[i]) else "!!"
             lines.append("%s %3d plan=%r spec=%r" % (mark, i, a, b))
         raise AssertionError("\n".join(lines))
+
+
+# The tutorial exports its site placeholders (MODEL_PATH, LOCAL_IP ...) only to
+# substitute them into the command; the plan writes the values into argv/env instead.
+SITE_VARS = {"MODEL_PATH", "LOCAL_IP", "NIC_NAME", "PORT", "RPC_PORT", "NODE0_IP", "DP_START_RANK"}
+
+
+def spec_run(fixture, host_ip, node0_ip, start_rank, edits=()):
+    """Run an Ascend tutorial block (``edits``: (old, new) replacements first) with the example inventories' values."""
+    text = spec_text(fixture)
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    subs = {
+        "<KIMI_K3_MODEL_PATH>": "/root/.cache/Kimi-K3-w4a8",
+        "<NODE0_LOCAL_IP>": node0_ip,
+        "<WORKER_LOCAL_IP>": host_ip,
+        "<NODE0_NIC_NAME>": "eth0",
+        "<WORKER_NIC_NAME>": "eth0",
+        "<SERVICE_PORT>": "8000",
+        "<DP_RPC_PORT>": "13389",
+        "<1_OR_2_OR_3>": str(start_rank),
+        "<1_TO_7>": str(start_rank),
+    }
+    got = run_script(text, substitutions=subs)
+    got["env"] = {k: v for k, v in got["env"].items() if k not in SITE_VARS}
+    return got

@@ -11,33 +11,7 @@ import shlex
 
 import pytest
 from conftest import example_plan, service
-from spec_runner import assert_same_argv, expected_env_from_plan, run_script, spec_text
-
-# The tutorial exports its site placeholders (MODEL_PATH, LOCAL_IP ...) only to
-# substitute them into the command; the plan writes the values into argv/env instead.
-SITE_VARS = {"MODEL_PATH", "LOCAL_IP", "NIC_NAME", "PORT", "RPC_PORT", "NODE0_IP", "DP_START_RANK"}
-
-
-def spec_run(fixture, host_ip, node0_ip, start_rank, edits=()):
-    text = spec_text(fixture)
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new)
-    subs = {
-        "<KIMI_K3_MODEL_PATH>": "/root/.cache/Kimi-K3-w4a8",
-        "<NODE0_LOCAL_IP>": node0_ip,
-        "<WORKER_LOCAL_IP>": host_ip,
-        "<NODE0_NIC_NAME>": "eth0",
-        "<WORKER_NIC_NAME>": "eth0",
-        "<SERVICE_PORT>": "8000",
-        "<DP_RPC_PORT>": "13389",
-        "<1_OR_2_OR_3>": str(start_rank),
-        "<1_TO_7>": str(start_rank),
-    }
-    got = run_script(text, substitutions=subs)
-    got["env"] = {k: v for k, v in got["env"].items() if k not in SITE_VARS}
-    return got
-
+from spec_runner import assert_same_argv, expected_env_from_plan, spec_run, spec_text
 
 CASES = [
     # example, fixture prefix, nodes, network, edits from the tutorial's tables

@@ -1,0 +1,24 @@
+vllm serve <KIMI_K3_MODEL_PATH> \
+    --served-model-name kimi-k3 \
+    --port <SERVICE_PORT> \
+    --allowed-local-media-path / \
+    --trust-remote-code \
+    --tensor-parallel-size 16 \
+    --data-parallel-size 4 \
+    --data-parallel-size-local 1 \
+    --data-parallel-address <NODE0_LOCAL_IP> \
+    --data-parallel-rpc-port <DP_RPC_PORT> \
+    --enable-prefix-caching \
+    --enable-expert-parallel \
+    --max-num-seqs 16 \
+    --max-model-len 250000 \
+    --max-num-batched-tokens 8192 \
+    --gpu-memory-utilization 0.95 \
+    --compilation-config '{"cudagraph_mode":"FULL_DECODE_ONLY"}' \
+    --mm-processor-cache-gb 0 \
+    --additional-config '{"enable_cpu_binding":true, "enable_flashcomm1":true}' \
+    --mm-encoder-tp-mode data \
+    --limit-mm-per-prompt '{"vision_chunk": 2}' \
+    --enable-auto-tool-choice \
+    --reasoning-parser kimi_k3 \
+    --tool-call-parser kimi_k3
