@@ -4,6 +4,9 @@
 
 A profile is a YAML file in ``profiles/``. Files whose name starts with ``_``
 are fragments that profiles ``extends``; the others are selectable by name.
+A profile's ``variants`` (chosen with ``k3_variant``) are other defaults for
+some of its parameters; they belong to the file that declares them (a profile
+that extends it does not inherit them), and may name only its parameters.
 
 Argument lists (``args``) are lists whose items are either a bare flag
 (``--trust-remote-code``) or a one-key mapping ``{--flag: value}``. Merging two
