@@ -17,7 +17,8 @@ SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 TEST_DEBS := .cache/debian-debs
 TEST_DEB_PACKAGES := docker.io python3-requests
 PLAN_DIR ?= plan
-PYTEST_ARGS ?=
+# The slowest tests of each suite are listed at its end (where the time of make test goes).
+PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
