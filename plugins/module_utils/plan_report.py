@@ -365,8 +365,9 @@ def topology(plan, groups=None):
         for dep in svc.get("after") or []:
             if dep not in node_of or (key, dep) in covered:
                 continue
-            tail, ltail = target(key)
-            add(node_of[dep]["id"], tail, "after", "waits for it (healthy)", lhead=ltail)
+            # From what is waited for to the waiting service's whole group, the arrow pointing back.
+            head, lhead = target(key)
+            add(node_of[dep]["id"], head, "after", "waits for it (healthy)", lhead=lhead)
 
     return {"nodes": nodes, "clusters": clusters, "edges": edges, "clients": client_node}
 
