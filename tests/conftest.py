@@ -66,6 +66,49 @@ def example_plan(name):
     return planner.build_plan(inventory_input(str(EXAMPLES / name / "hosts.yml")))
 
 
+# The sandbox inventories: their group_vars are committed, their hosts.yml is written by
+# tools/sandbox.sh up from a hosts file (name, address, groups per line).
+SANDBOX_HOSTS = {"sandbox": ROOT / "tools" / "sandbox-hosts.txt", "sandbox-ha": ROOT / "tools" / "sandbox-ha-hosts.txt"}
+
+
+def write_sandbox_inventory(folder, name):
+    """``inventories/<name>`` as ``tools/sandbox.sh up`` leaves it, in ``folder``: the committed
+    group_vars (linked) and the hosts.yml it writes (hosts, addresses, groups in the hosts file's
+    order, k3_sandbox_root), without the SSH settings: nothing here connects to a host."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    hosts, groups = [], {}
+    for line in SANDBOX_HOSTS[name].read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        host, address, member_of = line.split()
+        hosts.append((host, address))
+        for group in member_of.split(","):
+            groups.setdefault(group, []).append(host)
+    text = ["---", "all:", "  vars:", '    k3_sandbox_root: "%s"' % ROOT, "  hosts:"]
+    for host, address in hosts:
+        text += ["    %s:" % host, "      ansible_host: %s" % address]
+    text.append("  children:")
+    for group, members in groups.items():
+        text += ["    %s:" % group, "      hosts:"] + ["        %s:" % h for h in members]
+    # Atomically, and a link made by another worker is as good: pytest-xdist workers share the folder.
+    tmp = folder / (".hosts.yml.%d" % os.getpid())
+    tmp.write_text("\n".join(text) + "\n")
+    os.replace(tmp, folder / "hosts.yml")
+    try:
+        (folder / "group_vars").symlink_to(ROOT / "inventories" / name / "group_vars")
+    except FileExistsError:
+        pass
+    return folder / "hosts.yml"
+
+
+@functools.cache
+def sandbox_inventory_input(name):
+    """Groups and host variables of the sandbox inventory ``name``, as Ansible resolves them."""
+    path = write_sandbox_inventory(ROOT / ".cache" / "tests" / "inventories" / name, name)
+    return inventory_input(str(path))
+
+
 def example_names():
     return sorted(p.name for p in EXAMPLES.iterdir() if (p / "hosts.yml").is_file())
 

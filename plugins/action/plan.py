@@ -10,6 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import write_files
+from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_report import REPORT_FILE, report_file
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
     FACT_VARIABLES,
     ROLE_GROUPS,
@@ -50,10 +51,16 @@ class ActionModule(ActionBase):
         result.update(plan=plan, summary=files["summary.txt"], changed=False)
         if dest:
             dest = os.path.abspath(os.path.expanduser(str(dest)))
+            # The page a person reads, with Graphviz's picture of the cluster; without dot it is
+            # still written (a note in the picture's place) and the run warns, naming the package.
+            files[REPORT_FILE], warning = report_file(plan, inventory["groups"])
+            if warning:
+                result.setdefault("warnings", []).append(warning)
             changed, diffs = self._write(dest, files)
             result["changed"] = changed
             result["dest"] = dest
             result["files"] = sorted(files)
+            result["report"] = os.path.join(dest, REPORT_FILE)
             if self._play_context.diff and diffs:
                 result["diff"] = diffs
         return result

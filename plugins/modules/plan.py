@@ -18,8 +18,16 @@ description:
   - Refuses an impossible or dangerous plan before anything is written, with one message per problem
     naming the host, the variable and the fix.
   - Runs on the controller only; it connects to no host.
-  - With O(dest), writes C(plan.json), C(summary.txt) and one launch script per service under
-    C(scripts/<host>/<service>.sh), and removes launch scripts of services no longer planned.
+  - With O(dest), writes C(plan.json), C(summary.txt), C(report.html) and one launch script per service
+    under C(scripts/<host>/<service>.sh), and removes launch scripts of services no longer planned.
+  - C(report.html) is the plan as a person reads it, one self-contained page (no script, no external file).
+    It lists the hosts with their addresses and groups, the services of each host (kind, unit, ports), the
+    start order and the profile, and shows a picture of the cluster drawn by Graphviz (C(dot -Tsvg)), inline.
+    The picture has the clients' entry, the front door, the prefill and decode pools with the KV-cache path
+    between them and its connector, the data-parallel groups with their node 0 and followers, and the
+    MetaService.
+  - Without Graphviz's C(dot) on the controller the page is still written, with a note in the picture's
+    place, and the task warns naming the package to install (C(graphviz)); the plan never fails for it.
 options:
   dest:
     description:
@@ -44,7 +52,8 @@ attributes:
     description: Shows the content change of every plan file.
   idempotent:
     support: full
-    description: A second run with the same inventory writes nothing and reports no change.
+    description: A second run with the same inventory writes nothing and reports no change (the report has no
+      timestamp, and the same plan gives the same page and picture with the same Graphviz).
 author:
   - kimi_k3.serving maintainers
 """
@@ -60,6 +69,10 @@ EXAMPLES = r"""
 - name: Show which host runs what
   ansible.builtin.debug:
     msg: "{{ k3_plan.summary.splitlines() }}"
+
+- name: Say where the page with the picture of the cluster is
+  ansible.builtin.debug:
+    msg: "open {{ k3_plan.report }} in a browser"
 """
 
 RETURN = r"""
@@ -94,6 +107,10 @@ files:
   returned: when O(dest) is set
   type: list
   elements: str
+report:
+  description: The absolute path of C(report.html), the plan as a person reads it.
+  returned: when O(dest) is set
+  type: str
 problems:
   description: Every reason the inventory cannot be planned, each with host, variable, message and fix.
   returned: failure

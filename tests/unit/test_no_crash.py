@@ -18,7 +18,7 @@ from conftest import EXAMPLES, example_names, inventory_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import planner
+from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_report, planner
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, _Planner
 from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract
 
@@ -116,6 +116,8 @@ def plans_or_refuses(inv):
         return "refused"
     assert isinstance(plan, dict) and plan["hosts"]
     planner.plan_files(plan)  # the readable artefacts render too
+    # report.html too (its picture's source and page; dot itself is tested in test_plan_report.py)
+    plan_report.report_html(plan, inv.get("groups"), dot_source=plan_report.topology_dot(plan_report.topology(plan)))
     return "planned"
 
 
