@@ -442,6 +442,13 @@ cmd_up() {
   ensure_key
   ensure_bridge
   modprobe overlay 2>/dev/null || true
+  # Every host's systemd takes inotify instances of the machine's shared limit (128 by default):
+  # from about 20 hosts on, a new host's systemd fails with "Too many open files". 16 per host.
+  local need=$((${#NAMES[@]} * 16 + 128))
+  if (($(cat /proc/sys/fs/inotify/max_user_instances) < need)); then
+    echo "$need" >/proc/sys/fs/inotify/max_user_instances
+    log "fs.inotify.max_user_instances raised to $need for ${#NAMES[@]} hosts"
+  fi
   local h b started=() kept=() hosts_txt
   BINDS=()
   for b in "${RO_BINDS[@]}" "$MODELS" "${EXTRA_BINDS[@]}"; do
