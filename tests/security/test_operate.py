@@ -123,7 +123,10 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
 def test_teardown_without_confirmation_changes_nothing(deployed):
     out = playbook("playbooks/teardown.yml", *deployed["args"], check=False)
     text = out.stdout + out.stderr
-    assert out.returncode != 0 and "teardown not confirmed, nothing was changed: every service of profile sandbox-cpu" in text, text[-2000:]
+    assert (
+        out.returncode != 0
+        and "teardown not confirmed, nothing was changed: every service of profile sandbox-cpu" in text
+    ), text[-2000:]
     assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
     checked = playbook("playbooks/teardown.yml", "--check", *deployed["args"])
     assert recap(checked.stdout)["k3-sb-decode"]["changed"] > 0
