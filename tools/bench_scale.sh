@@ -14,7 +14,8 @@ PLAYBOOK=$REPO/.venv/ansible/bin/ansible-playbook
 OUT=$REPO/.cache/bench
 mkdir -p "$OUT"
 hosts=$(mktemp)
-trap 'rm -f "$hosts"' EXIT
+# The hosts go whatever happens (a failed run must not leave dozens of them running).
+trap 'K3SB_HOSTS_FILE=$hosts tools/sandbox.sh down >/dev/null 2>&1; rm -f "$hosts"' EXIT
 # The stand-in is mounted into every host like the real venvs; the engines run it as `vllm`.
 export K3SB_EXTRA_BINDS=$REPO/tools/standin
 ARGS=(-i inventories/sandbox -e k3_profile=sandbox-bench -e "engine_venv=$REPO/tools/standin" -e engine_health_delay=1)
