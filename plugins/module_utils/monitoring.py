@@ -115,7 +115,7 @@ def scrape_targets(plan):
                     entry = {"job": "metaservice", "address": "%s:%d" % (ip, port), "scheme": "http"}
             if entry is None:
                 continue
-            entry.update(host=host, service=service["name"], path="/metrics", labels=_labels(host, service))
+            entry.update(host=host, ip=ip, service=service["name"], path="/metrics", labels=_labels(host, service))
             entry.setdefault("bind", None)
             targets.append(entry)
     return targets
@@ -128,8 +128,8 @@ def unreachable_targets(targets):
         if target["bind"] in LOOPBACK:
             problems.append(
                 "%s/%s: its metrics listen on %s only (vllm-router's default): another host cannot scrape "
-                "them. Fix: give the router --prometheus-host with its address"
-                % (target["host"], target["service"], target["bind"])
+                "them. Fix: set k3_router_args: [{--prometheus-host: %s}] on it"
+                % (target["host"], target["service"], target["bind"], target["ip"])
             )
     return problems
 

@@ -49,7 +49,7 @@ def test_a_router_on_its_default_loopback_listener_is_named_with_the_fix():
     problems = monitoring.unreachable_targets(monitoring.scrape_targets(sandbox_plan("sandbox-cpu")))
     assert problems == [
         "k3-sb-front/router: its metrics listen on 127.0.0.1 only (vllm-router's default): another host cannot "
-        "scrape them. Fix: give the router --prometheus-host with its address"
+        "scrape them. Fix: set k3_router_args: [{--prometheus-host: 10.77.0.11}] on it"
     ]
 
 
