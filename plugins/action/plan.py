@@ -9,6 +9,7 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_inputs import MONITORING_GROUP
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import write_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_report import REPORT_FILE, report_file
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
@@ -33,7 +34,7 @@ class ActionModule(ActionBase):
         args = self._task.args
         dest = args.get("dest")
         profile_dir = args.get("profile_dir")
-        group_names = args.get("groups") or list(ROLE_GROUPS)
+        group_names = args.get("groups") or [*ROLE_GROUPS, MONITORING_GROUP]
 
         try:
             inventory = self._inventory_input(task_vars, group_names)

@@ -7,7 +7,8 @@ the site's other tables are never touched. Its input chain accepts every other p
 included): it only decides about the ports the plan gives this host's services.
 
 - every planned port of the host: from the deployment's hosts (every plan host's address), the
-  host itself, and ``k3_admin_networks`` (e.g. the Ansible controller, monitoring);
+  host itself, the inventory's monitoring hosts (plan ``monitoring.hosts``: they scrape every
+  service's metrics) and ``k3_admin_networks`` (e.g. the Ansible controller);
 - the endpoint's port (where clients send requests) also from ``k3_client_networks``;
 - anything else to those ports is refused with a TCP reset.
 """
@@ -61,7 +62,8 @@ def host_rules(plan, host, client_networks=(), admin_networks=()):
     endpoint_ports = []
     if endpoint.get("host") == host and endpoint.get("port"):
         endpoint_ports = [int(endpoint["port"])]
-    deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + admins
+    watchers = [ipaddress.ip_network(m["ip"]) for m in (plan.get("monitoring") or {}).get("hosts") or []]
+    deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + watchers + admins
     planned = _port_ranges(ports)
     lines = [
         "#!/usr/sbin/nft -f",

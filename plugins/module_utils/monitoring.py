@@ -381,8 +381,8 @@ def expressions(rules, boards):
             out.append(("rule %s" % rule["alert"], rule["expr"]))
     for name, board in sorted(boards.items()):
         for panel in board["panels"]:
-            for target in panel["targets"]:
-                out.append(("%s panel %r %s" % (name, panel["title"], target["refId"]), target["expr"]))
+            for query in panel["targets"]:
+                out.append(("%s panel %r %s" % (name, panel["title"], query["refId"]), query["expr"]))
     return out
 
 

@@ -16,6 +16,8 @@ from .profiles import ProfileError, list_profiles, load_profile, variant_names
 from .variables import Invalid, check_value
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
+# The hosts whose Prometheus scrapes the deployment (roles/monitoring); they run no service of the plan.
+MONITORING_GROUP = "monitoring"
 # Host facts the planner reads besides the k3_* variables.
 FACT_VARIABLES = ("ansible_host", "ansible_memtotal_mb")
 

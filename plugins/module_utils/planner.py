@@ -29,6 +29,7 @@ from .plan_checks import ChecksMixin
 from .plan_inputs import FACT_VARIABLES, ROLE_GROUPS, InputsMixin
 from .plan_layout import LayoutMixin
 from .plan_model import PlanError, Problem
+from .plan_monitoring import MonitoringMixin
 from .plan_output import launch_script, plan_files, summary_table
 from .plan_render import RenderMixin
 from .profiles import Renderer, merge, with_variant
@@ -63,7 +64,7 @@ TEMPLATE_FUNCTIONS = {
 RENDERER = Renderer(TEMPLATE_FUNCTIONS)
 
 
-class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
+class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, MonitoringMixin):
     def __init__(self, inventory, profile_dir=None):
         self.profile_dir = profile_dir
         self.problems = []
@@ -171,10 +172,13 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
         self.check_rules(params, rendered)
         keys = self.read_auth(hosts)
         tls = self.read_tls(hosts)
+        watchers = self.monitoring_hosts()
         if self.problems:
             raise self.error()
         auth = self.apply_auth(keys, rendered, params)
         auth_tls = self.apply_tls(tls, rendered)
+        if watchers:
+            self.expose_router_metrics(rendered)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:
@@ -193,7 +197,7 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
             for svc in data["services"]
         }
         verify = self.verify_checks(params, rendered)
-        return {
+        plan = {
             "version": PLAN_VERSION,
             "profile": profile["name"],
             "variant": variant,
@@ -207,6 +211,8 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin):
             "index": index,
             "verify": verify,
         }
+        plan["monitoring"] = self.monitoring_section(plan, watchers)
+        return plan
 
 
 def _title(profile, variant):
