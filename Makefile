@@ -108,8 +108,10 @@ test: venv venv-vllm lint
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).
-	command -v dot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends graphviz
-	command -v chromium >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+	# Chromium moves fast in the security archive: with package lists older than its current version,
+	# the install fails on a removed .deb, and apt-get update (then the install again) repairs it.
+	command -v dot >/dev/null || tools/apt_install.sh graphviz
+	command -v chromium >/dev/null || tools/apt_install.sh chromium
 	# The table-driven suites are independent: one worker per core.
 	$(BIN)/pytest -n auto tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
