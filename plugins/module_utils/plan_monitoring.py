@@ -49,18 +49,15 @@ class MonitoringMixin:
             out.append({"host": host, "ip": str(address)})
         return out
 
-    def expose_router_metrics(self, rendered):
-        """Give each vllm-router a Prometheus listener on its own address (and plan the port)."""
-        for _host, service in rendered:
+    def expose_router_metrics(self, rendered, plan_hosts):
+        """Give each vllm-router a Prometheus listener on its host's address (and plan the port)."""
+        for host, service in rendered:
             if service["kind"] != "router" or not service.get("argv") or "vllm-router" not in service["argv"][0]:
                 continue
             flags = profiles.argv_flags(service["argv"])
             port = flags.get(profiles.flag_key("--prometheus-port"))
             if profiles.flag_key("--prometheus-host") not in flags:
-                ip = service["url"].split("://", 1)[1].rsplit(":", 1)[0] if service.get("url") else None
-                if ip is None:
-                    continue
-                service["argv"] += ["--prometheus-host", ip]
+                service["argv"] += ["--prometheus-host", plan_hosts[host]["ip"]]
                 if port is None:
                     port = str(monitoring.ROUTER_DEFAULT_PORT)
                     service["argv"] += ["--prometheus-port", port]

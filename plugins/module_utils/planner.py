@@ -178,7 +178,7 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, Mo
         auth = self.apply_auth(keys, rendered, params)
         auth_tls = self.apply_tls(tls, rendered)
         if watchers:
-            self.expose_router_metrics(rendered)
+            self.expose_router_metrics(rendered, plan_hosts)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:
