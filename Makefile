@@ -13,9 +13,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.k3-ready
 INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
-# Debian packages the prerequisites tests install on the test hosts "from the distribution".
+# Debian packages the test hosts install "from the distribution": they have no route out, and
+# tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
+# prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager
 PLAN_DIR ?= plan
 # The slowest tests of each suite are listed at its end (where the time of make test goes).
 PYTEST_ARGS ?= --durations=15
@@ -53,6 +55,7 @@ venv-services:
 # then the main job over SSH. A second run is an idempotent re-run.
 sandbox-hosts: venv venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
+	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	tools/sandbox.sh up
 
 # With an API key, as production keeps one: tools/sandbox_secrets.sh makes a random key in an
@@ -115,8 +118,8 @@ test: venv venv-vllm lint
 	# The table-driven suites are independent: one worker per core.
 	$(BIN)/pytest -n auto tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
-	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
+	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)

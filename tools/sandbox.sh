@@ -20,6 +20,9 @@
 #   K3SB_HOSTS_FILE                the hosts to create (default tools/sandbox-hosts.txt)
 #   K3SB_EXTRA_BINDS               more folders (space-separated) mounted read-only in every host
 #   K3SB_INVENTORY                 the hosts.yml to write (default inventories/sandbox/hosts.yml)
+#   K3SB_DEBIAN_REPO               the hosts' distribution mirror: a local flat repository of Debian
+#                                  packages (tools/fetch_debs.sh; default $REPO/.cache/debian-debs when
+#                                  it is there, "" for none), mounted read-only, their only apt source
 #
 # Host keys: every host gets its own SSH host keys when it is made; `up` writes their public halves
 # to a known_hosts file of this host set (in .cache/sandbox), and the generated inventory points
@@ -67,6 +70,9 @@ HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency fa
 RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
 # More read-only folders for every host, at the same path (e.g. a test package repository).
 read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
+# The hosts have no route out: their distribution's mirror is a local one, when there is one.
+DEBIAN_REPO=${K3SB_DEBIAN_REPO-$REPO/.cache/debian-debs}
+[[ -n $DEBIAN_REPO && -f $DEBIAN_REPO/InRelease ]] || DEBIAN_REPO=
 SSH_OPTS=(-i "$KEY" -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$KNOWN_HOSTS"
   -o LogLevel=ERROR -o ConnectTimeout=3 -o ControlMaster=no -o ControlPath=none)
 
@@ -288,6 +294,10 @@ EOF
   done
   install -d "$r/etc/systemd/journald.conf.d"
   printf '[Journal]\nRuntimeMaxUse=16M\n' >"$r/etc/systemd/journald.conf.d/k3-sandbox.conf"
+  # The distribution's packages come from the local mirror (apt would wait for the unreachable one).
+  if [[ -n $DEBIAN_REPO ]]; then
+    printf 'deb [signed-by=%s/keyring.gpg] file:%s ./\n' "$DEBIAN_REPO" "$DEBIAN_REPO" >"$r/etc/apt/sources.list"
+  fi
 }
 
 # Everything of host $1 goes away: processes, mount, network namespace, veth, overlay dirs.
@@ -451,7 +461,8 @@ cmd_up() {
   fi
   local h b started=() kept=() hosts_txt
   BINDS=()
-  for b in "${RO_BINDS[@]}" "$MODELS" "${EXTRA_BINDS[@]}"; do
+  for b in "${RO_BINDS[@]}" "$MODELS" "${EXTRA_BINDS[@]}" ${DEBIAN_REPO:+"$DEBIAN_REPO"}; do
+    [[ " ${BINDS[*]} " != *" $b "* ]] || continue # named twice (an extra bind that is the mirror)
     if [[ -d $b ]]; then BINDS+=("$b"); else log "$b is missing: not mounted in new hosts"; fi
   done
   hosts_txt=$(etc_hosts)

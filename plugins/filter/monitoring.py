@@ -27,6 +27,11 @@ def prometheus_config(targets_dir, rules_files, alertmanagers=(), scrape_interva
     return monitoring.prometheus_config(targets_dir, rules_files, alertmanagers, scrape_interval, ca_file)
 
 
+def prometheus_down_targets(plan, active):
+    """The plan's targets Prometheus does not scrape successfully, each named with its error."""
+    return monitoring.down_targets((plan.get("monitoring") or {}).get("targets") or [], active)
+
+
 def grafana_dashboards(window="5m"):
     """{file name: dashboard} for the engines and the router."""
     return monitoring.dashboards(window)
@@ -41,4 +46,5 @@ class FilterModule:
             "prometheus_rules": prometheus_rules,
             "prometheus_config": prometheus_config,
             "grafana_dashboards": grafana_dashboards,
+            "prometheus_down_targets": prometheus_down_targets,
         }

@@ -147,6 +147,36 @@ def file_sd(targets, profile=None):
     return out
 
 
+def down_targets(targets, active):
+    """Problems for the planned targets Prometheus does not scrape successfully.
+
+    ``active``: the ``activeTargets`` of Prometheus' ``/api/v1/targets``. A planned target is
+    matched by its labels (k3_host, k3_service, job); one that is missing (the targets file not
+    read yet) or whose health is not "up" is named with Prometheus' last error.
+    """
+    seen = {}
+    for entry in active or []:
+        labels = entry.get("labels") or {}
+        seen[(labels.get("job"), labels.get("k3_host"), labels.get("k3_service"))] = entry
+    problems = []
+    for target in targets:
+        key = ("k3-%s" % target["job"], target["host"], target["service"])
+        entry = seen.get(key)
+        where = "%s/%s (%s://%s%s)" % (
+            target["host"],
+            target["service"],
+            target["scheme"],
+            target["address"],
+            target["path"],
+        )
+        if entry is None:
+            problems.append("%s: not among Prometheus' targets yet (job %s)" % (where, key[0]))
+        elif entry.get("health") != "up":
+            error = entry.get("lastError") or "no scrape yet"
+            problems.append("%s: %s (%s)" % (where, entry.get("health") or "unknown", error))
+    return problems
+
+
 def prometheus_config(targets_dir, rules_files, alertmanagers=(), scrape_interval="15s", ca_file=None):
     """A prometheus.yml reading the file_sd files of ``targets_dir`` (one per job) and the rules."""
     jobs = []

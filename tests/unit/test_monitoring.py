@@ -176,3 +176,39 @@ def test_the_declared_router_metrics_are_in_the_installed_vllm_router():
     assert missing == []
     recorded = exposed(FIXTURES / "vllm-router-0.1.17.txt")
     assert {"vllm_router_active_workers", "vllm_router_worker_health"} <= recorded
+
+
+def active_target(job, host, service, health, error=""):
+    """One entry of Prometheus' /api/v1/targets activeTargets, as Prometheus 2.42 returns it."""
+    return {
+        "labels": {"job": job, "k3_host": host, "k3_service": service, "instance": "x"},
+        "health": health,
+        "lastError": error,
+    }
+
+
+def test_down_targets_names_each_planned_target_that_is_missing_or_not_up():
+    targets = monitoring.scrape_targets(sandbox_plan("sandbox-cpu"))
+    up = [active_target("k3-" + t["job"], t["host"], t["service"], "up") for t in targets]
+    assert monitoring.down_targets(targets, up) == []
+    # One down with its scrape error, one not discovered yet, and one of another job that is not planned.
+    others = [e for e in up if e["labels"]["k3_service"] not in ("decode", "metaservice")]
+    others += [
+        active_target(
+            "k3-vllm", "k3-sb-decode", "decode", "down", 'Get "http://10.77.0.15:8200/metrics": connection refused'
+        ),
+        active_target("node", "k3-sb-front", "node-exporter", "up"),
+    ]
+    # In the plan's host order.
+    assert monitoring.down_targets(targets, others) == [
+        "k3-sb-front/metaservice (http://10.77.0.11:8088/metrics): not among Prometheus' targets yet "
+        "(job k3-metaservice)",
+        'k3-sb-decode/decode (http://10.77.0.15:8200/metrics): down (Get "http://10.77.0.15:8200/metrics": '
+        "connection refused)",
+    ]
+    # Health "unknown" (discovered, not scraped yet) is not up either.
+    pending = [active_target("k3-" + t["job"], t["host"], t["service"], "unknown") for t in targets[:1]]
+    assert monitoring.down_targets(targets[:1], pending) == [
+        "%s/%s (http://%s/metrics): unknown (no scrape yet)"
+        % (targets[0]["host"], targets[0]["service"], targets[0]["address"])
+    ]
