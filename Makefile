@@ -122,8 +122,8 @@ test: venv venv-vllm lint
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
-	$(BIN)/pytest tests/cluster $(PYTEST_ARGS)
-	$(BIN)/pytest tests/security $(PYTEST_ARGS)
+	# One host set and one deployment (with API keys) for both: tests/cluster_sandbox.py.
+	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox (about 20 minutes; not in make test yet:
 # with it, make test would pass the CI's time limit).

@@ -1,18 +1,36 @@
-"""The default sandbox's test hosts, shared by the modules of tests/cluster (a plugin of tests/conftest.py).
+"""The locked-down sandbox shared by tests/cluster and tests/security (a plugin of tests/conftest.py).
 
-The hosts are built once (tools/sandbox.sh up) and removed at the session's end, or as soon as a
-fixture of another host set on the same addresses claims the machine (sandbox_run.claim_hosts). The
-preflight module (test_preflight_stage.py, first by name) needs hosts with nothing of the
-collection on them and deploys at its end; the other modules ask for ``cluster``, which converges
-the deployment with site.yml (a re-run when it is already there). Run in another order, the
+One host set and one deployment for both suites (run them in one pytest session, as make test
+does): the sandbox's hosts (tools/sandbox.sh with tests/cluster/hosts.txt: the default sandbox,
+its monitoring host k3-sb-mon, and k3-sb-outside, a machine on the same network that is in no
+group of the deployment, for the firewall tests). The hosts are built once and removed at the
+session's end, or as soon as a fixture of another host set on the same addresses claims the
+machine (sandbox_run.claim_hosts). Before anything runs, each deployment host's changes to its
+base image (the overlay's upper folder) are recorded, for the teardown test to compare.
+
+The deployment has two random API keys from an Ansible Vault file made the way
+tools/sandbox_secrets.sh does it (a pipe into ansible-vault): no key is ever in an argument list,
+this test's included; every playbook of the session gets the vault (sandbox_run.SESSION_ARGS).
+``deployed`` deploys from hosts with nothing of the collection on them (site.yml --diff, then the
+re-run), sampling every process's argv on the machine (the test hosts' too) for the keys. The
+preflight module (tests/cluster/test_preflight_stage.py, first by name) runs on those clean hosts
+and asks for ``deployed`` last; the other modules ask for ``cluster``, which converges the
+deployment with site.yml when a module before may have left it changed. Run in another order, the
 preflight module removes a deployment first (playbooks/teardown.yml).
 """
 
 from __future__ import annotations
 
+import secrets
+import subprocess
+
 import pytest
-from conftest import ROOT
+import sandbox_run
+from conftest import ROOT, VENV_BIN, ansible_env
 from sandbox_run import HOST_VARS, claim_hosts, playbook, release_hosts, run
+from secured_sandbox import DEPLOYMENT, ArgvWatch, host_changes
+
+HOSTS = {"K3SB_HOSTS_FILE": str(ROOT / "tests" / "cluster" / "hosts.txt")}
 
 
 def clear_host_vars():
@@ -22,27 +40,76 @@ def clear_host_vars():
 
 def down():
     clear_host_vars()
-    run("tools/sandbox.sh", "down", check=False)
+    run("tools/sandbox.sh", "down", check=False, env=HOSTS)
+
+
+def vault_args(folder):
+    """Two random keys in a vault file under ``folder``; the playbook arguments that read it."""
+    keys = ["sk-k3-test-" + secrets.token_urlsafe(24), "sk-k3-test-" + secrets.token_urlsafe(24)]
+    password = folder / "vault-password"
+    password.write_text(secrets.token_urlsafe(32) + "\n")
+    password.chmod(0o600)
+    secrets_file = folder / "secrets.yml"
+    subprocess.run(
+        [VENV_BIN / "ansible-vault", "encrypt", "--vault-password-file", password, "--output", secrets_file, "-"],
+        input="---\nk3_api_key:\n  - %s\n  - %s\n" % tuple(keys),
+        text=True,
+        check=True,
+        capture_output=True,
+        env=ansible_env(),
+    )
+    return keys, ["-e", "@%s" % secrets_file, "--vault-password-file", str(password)]
 
 
 @pytest.fixture(scope="session")
-def sandbox_hosts():
+def sandbox_hosts(tmp_path_factory):
+    keys, args = vault_args(tmp_path_factory.mktemp("vault"))
+    plan_dir = tmp_path_factory.mktemp("plan")
+    args += ["-e", "k3_plan_dir=%s" % plan_dir]
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
     claim_hosts("sandbox", down)
-    run("tools/sandbox.sh", "up")
-    state = {"deployed": False}
+    run("tools/sandbox.sh", "up", env=HOSTS)
+    state = {
+        "deployed": False,
+        "converged": False,
+        "keys": keys,
+        "args": tuple(args),
+        "plan_dir": plan_dir,
+        "before": {name: host_changes(name) for name in DEPLOYMENT},
+    }
+    sandbox_run.SESSION_ARGS[:] = args
     try:
         yield state
     finally:
+        sandbox_run.SESSION_ARGS.clear()
         release_hosts("sandbox")
 
 
-@pytest.fixture(scope="module")
-def cluster(sandbox_hosts):
-    """A deployed sandbox (site.yml; quick when a module before deployed it)."""
-    playbook("site.yml")
-    sandbox_hosts["deployed"] = True
+@pytest.fixture(scope="session")
+def deployed(sandbox_hosts):
+    """The sandbox deployed from nothing with the keys, their argv watched; the re-run's output too."""
+    state = sandbox_hosts
+    watch = ArgvWatch(state["keys"])
+    watch.start()
     try:
-        yield sandbox_hosts
+        first = playbook("site.yml", "--diff")
+        second = playbook("site.yml")
+    finally:
+        watch.stop.set()
+        watch.join()
+    state.update(deployed=True, converged=True, runs=[first, second], watch=watch)
+    return state
+
+
+@pytest.fixture(scope="module")
+def cluster(deployed):
+    """The deployed sandbox, converged with site.yml unless the deployment has just been made."""
+    if not deployed["converged"] or not deployed["deployed"]:
+        playbook("site.yml")
+        deployed["deployed"] = True
+    try:
+        yield deployed
     finally:
         clear_host_vars()
+        # A module may leave a service stopped or a file changed: the next one converges first.
+        deployed["converged"] = False

@@ -49,8 +49,17 @@ def run(*cmd, check=True, env=None, timeout=1800):
     return proc
 
 
-def playbook(name, *args, check=True):
-    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *args, check=check)
+# The arguments every playbook of the session gets (the deployment's vault and plan folder), set by
+# the session's fixture (tests/cluster_sandbox.py); a call that passes a vault itself gets none.
+SESSION_ARGS = []
+
+
+def session_args(args):
+    return [] if "--vault-password-file" in args else list(SESSION_ARGS)
+
+
+def playbook(name, *args, check=True, env=None):
+    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *session_args(args), *args, check=check, env=env)
 
 
 def recap(output):

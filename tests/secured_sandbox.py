@@ -1,13 +1,9 @@
-"""The locked-down sandbox of tests/security, deployed once for every module that asks for it.
+"""What the locked-down sandbox's tests look at: a host's changes to its base image, every argv on
+the machine while site.yml runs, HTTP requests with or without a key.
 
-Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService over SSH. The sandbox
-is deployed with two random keys from an Ansible Vault file made by tools/sandbox_secrets.sh's
-method (a pipe into ansible-vault): no key is ever in an argument list, this test's included.
-While site.yml runs, every process's argv on the machine (every test host's processes too) is
-sampled for the keys. The host set is the sandbox's plus k3-sb-outside (10.77.0.20), a machine on
-the same network that is in no group of the deployment. Before the first run, each host's changes
-to its base image (the overlay's upper folder) are recorded, for the teardown test to compare.
-Needs root; the session builds the hosts once and removes them at its end.
+The deployment itself (two random API keys from an Ansible Vault file, the argv sampled while it
+deploys, each host's changes recorded before the first run) is tests/cluster_sandbox.py's fixture
+``deployed``, shared by tests/cluster and tests/security.
 """
 
 from __future__ import annotations
@@ -15,18 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
-import subprocess
 import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pytest
-from conftest import ROOT, VENV_BIN, ansible_env
-from sandbox_run import claim_hosts, playbook, release_hosts, run
-
-HOSTS = {"K3SB_HOSTS_FILE": str(ROOT / "tests" / "security" / "hosts.txt")}
 SANDBOX_STATE = Path("/var/lib/k3-sandbox/hosts")
 SANDBOX_BASE = Path("/var/cache/k3-sandbox/bookworm-minbase")
 DEPLOYMENT = ("k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode")
@@ -126,45 +115,3 @@ def request(url, key=None, body=None, method=None):
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
-
-
-@pytest.fixture(scope="session")
-def deployed(tmp_path_factory):
-    keys = ["sk-k3-test-" + secrets.token_urlsafe(24), "sk-k3-test-" + secrets.token_urlsafe(24)]
-    vault = tmp_path_factory.mktemp("vault")
-    password = vault / "vault-password"
-    password.write_text(secrets.token_urlsafe(32) + "\n")
-    password.chmod(0o600)
-    secrets_file = vault / "secrets.yml"
-    subprocess.run(
-        [VENV_BIN / "ansible-vault", "encrypt", "--vault-password-file", password, "--output", secrets_file, "-"],
-        input="---\nk3_api_key:\n  - %s\n  - %s\n" % tuple(keys),
-        text=True,
-        check=True,
-        capture_output=True,
-        env=ansible_env(),
-    )
-    plan_dir = tmp_path_factory.mktemp("plan")
-    args = ("-e", "@%s" % secrets_file, "--vault-password-file", password, "-e", "k3_plan_dir=%s" % plan_dir)
-    run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
-    claim_hosts("secured", lambda: run("tools/sandbox.sh", "down", check=False, env=HOSTS))
-    run("tools/sandbox.sh", "up", env=HOSTS)
-    before = {name: host_changes(name) for name in DEPLOYMENT}
-    watch = ArgvWatch(keys)
-    watch.start()
-    try:
-        first = playbook("site.yml", "--diff", *args)
-        second = playbook("site.yml", *args)
-        watch.stop.set()
-        watch.join()
-        yield {
-            "keys": keys,
-            "args": args,
-            "plan_dir": plan_dir,
-            "runs": [first, second],
-            "watch": watch,
-            "before": before,
-        }
-    finally:
-        watch.stop.set()
-        release_hosts("secured")

@@ -144,5 +144,15 @@ def test_teardown_leaves_every_host_as_before_the_first_run(deployed):
         assert (added, changed, gone) == ([], [], []), (host, added, changed, gone)
         units = adhoc(host, "ansible.builtin.command", "systemctl list-units --all --plain --no-legend k3-*")
         assert "k3-" not in units.stdout.split(">>", 1)[1], (host, units.stdout)
+    # The monitoring host: the collection's targets, rules and dashboards are gone, Prometheus and
+    # Alertmanager stopped (their packages stay, as images do, unless teardown_purge).
+    left = adhoc(
+        "k3-sb-mon",
+        "ansible.builtin.shell",
+        "ls -d /etc/prometheus/kimi-k3 /etc/prometheus/kimi-k3-rules.yml /var/lib/kimi-k3/dashboards 2>&1; "
+        "systemctl is-active prometheus prometheus-alertmanager",
+        check=False,
+    ).stdout.split(">>", 1)[1]
+    assert left.count("No such file or directory") == 3 and "active\n" not in left.replace("inactive", ""), left
     again = playbook("playbooks/teardown.yml", "-e", "confirm=yes", *deployed["args"])
     assert all(c["changed"] == 0 for h, c in recap(again.stdout).items() if h != "localhost"), again.stdout[-2000:]

@@ -1,0 +1,205 @@
+"""The monitoring stage on the real sandbox: Debian's Prometheus and Alertmanager on k3-sb-mon.
+
+site.yml's monitoring stage installs them from the hosts' local Debian mirror and writes the
+plan's targets, rules and dashboards (roles/monitoring). Here, against the running Prometheus:
+every planned target is up with the plan's labels; every expression of every alert rule and
+dashboard panel evaluates without error and returns series once requests went through the router
+(one of them refused by it, for its error counter); stopping an engine fires K3ServiceDown naming
+it, in Prometheus and in Alertmanager, and a re-run of site.yml resolves it; promtool checks the
+rules and runs unit tests of them. Needs root; the deployment is tests/cluster_sandbox.py's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+from sandbox_run import adhoc, playbook
+from secured_sandbox import request
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils import monitoring
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
+
+MON = "k3-sb-mon"
+PROMETHEUS = "http://10.77.0.18:9090"
+ALERTMANAGER = "http://10.77.0.18:9093"
+ROUTER = "http://10.77.0.11:8000"
+RULES = "/etc/prometheus/kimi-k3-rules.yml"
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return json.loads(resp.read().decode())
+
+
+def query(expr):
+    out = get("%s/api/v1/query?%s" % (PROMETHEUS, urllib.parse.urlencode({"query": expr})))
+    assert out["status"] == "success", (expr, out)
+    return out["data"]["result"]
+
+
+def wait(what, probe, timeout=180, delay=2):
+    """probe() until it returns something true; its last value, or a failure naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value or time.monotonic() > deadline:
+            assert value, "%s: not within %d s" % (what, timeout)
+            return value
+        time.sleep(delay)
+
+
+def plan_of(cluster):
+    return json.loads((cluster["plan_dir"] / "plan.json").read_text())
+
+
+def on_mon(command):
+    """stdout of a shell command on the monitoring host."""
+    out = adhoc(MON, "ansible.builtin.shell", command)
+    return out.stdout.split(">>", 1)[1]
+
+
+def measured(expr):
+    """An alert rule's measured quantity: its expression without the final comparison."""
+    return re.sub(r"\s*(>|<|==|>=|<=)\s*[0-9.]+\s*$", "", expr)
+
+
+def test_prometheus_scrapes_every_planned_target_with_the_plan_labels(cluster):
+    plan = plan_of(cluster)
+    active = get(PROMETHEUS + "/api/v1/targets?state=active")["data"]["activeTargets"]
+    assert monitoring.down_targets(plan["monitoring"]["targets"], active) == []
+    got = sorted(
+        (t["labels"]["job"], t["labels"]["k3_host"], t["labels"]["k3_service"], t["labels"]["k3_profile"])
+        for t in active
+    )
+    assert got == [
+        ("k3-metaservice", "k3-sb-front", "metaservice", "sandbox-cpu"),
+        ("k3-router", "k3-sb-front", "router", "sandbox-cpu"),
+        ("k3-vllm", "k3-sb-decode", "decode", "sandbox-cpu"),
+        ("k3-vllm", "k3-sb-dp0", "engine", "sandbox-cpu"),
+        ("k3-vllm", "k3-sb-prefill", "prefill", "sandbox-cpu"),
+    ]
+    # The router's listener is on its host's address (the plan added it), guarded by the firewall.
+    assert "http://10.77.0.11:29000/metrics" in {t["scrapeUrl"] for t in active}
+    assert request("http://10.77.0.11:29000/metrics")[0] == 200
+
+
+def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
+    key = cluster["keys"][0]
+    chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    for _ in range(6):
+        assert request(ROUTER + "/v1/chat/completions", key, chat)[0] == 200
+    # One request the router refuses (no such route): its error counter gets its first sample.
+    status, _body = request(ROUTER + "/v1/no-such-route", key, chat)
+    assert status >= 400
+    rules = yaml.safe_load(on_mon("cat %s" % RULES))
+    boards = {
+        name: json.loads(on_mon("cat /var/lib/kimi-k3/dashboards/%s" % name))
+        for name in ("kimi-k3-engines.json", "kimi-k3-router.json")
+    }
+    exprs = [
+        (where, measured(expr) if where.startswith("rule ") else expr)
+        for where, expr in monitoring.expressions(rules, boards)
+    ]
+    assert len(exprs) >= 20
+
+    # Within a few scrapes after the requests, every expression has series (rates over the window too).
+    deadline = time.monotonic() + 90
+    missing = [(where, expr) for where, expr in exprs if not query(expr)]
+    while missing and time.monotonic() < deadline:
+        time.sleep(5)
+        missing = [(where, expr) for where, expr in missing if not query(expr)]
+    assert missing == []
+
+
+def firing(alertname, host):
+    alerts = get(PROMETHEUS + "/api/v1/alerts")["data"]["alerts"]
+    return [
+        a
+        for a in alerts
+        if a["labels"].get("alertname") == alertname and a["labels"].get("k3_host") == host and a["state"] == "firing"
+    ]
+
+
+def test_a_stopped_engine_fires_service_down_naming_it_then_a_rerun_resolves_it(cluster):
+    adhoc("k3-sb-decode", "ansible.builtin.systemd_service", "name=k3-decode state=stopped")
+    alerts = wait("K3ServiceDown firing for k3-sb-decode", lambda: firing("K3ServiceDown", "k3-sb-decode"))
+    assert alerts[0]["labels"]["k3_service"] == "decode" and alerts[0]["labels"]["severity"] == "critical"
+    assert alerts[0]["annotations"]["summary"] == "decode on k3-sb-decode is down"
+    # Alertmanager has it too (Prometheus sends its firing alerts there).
+    received = wait(
+        "Alertmanager holding K3ServiceDown for k3-sb-decode",
+        lambda: [
+            a
+            for a in get(ALERTMANAGER + "/api/v2/alerts")
+            if a["labels"].get("alertname") == "K3ServiceDown" and a["labels"].get("k3_host") == "k3-sb-decode"
+        ],
+        timeout=60,
+    )
+    assert received[0]["status"]["state"] == "active"
+    # No other service is reported down.
+    assert {
+        a["labels"]["k3_host"]
+        for a in get(PROMETHEUS + "/api/v1/alerts")["data"]["alerts"]
+        if a["labels"]["alertname"] == "K3ServiceDown"
+    } == {"k3-sb-decode"}
+    playbook("site.yml")
+    wait("K3ServiceDown resolved for k3-sb-decode", lambda: not firing("K3ServiceDown", "k3-sb-decode"), timeout=120)
+
+
+PROMTOOL_TESTS = """
+rule_files: [%(rules)s]
+evaluation_interval: 5s
+tests:
+  - interval: 5s
+    input_series:
+      - series: 'up{job="k3-vllm",instance="10.0.0.5:8200",k3_host="node5",k3_service="decode",k3_unit="k3-decode"}'
+        values: '1 1 0x40'
+      - series: 'up{job="k3-vllm",instance="10.0.0.6:8100",k3_host="node6",k3_service="prefill",k3_unit="k3-prefill"}'
+        values: '1x42'
+      - series: 'vllm:kv_cache_usage_perc{job="k3-vllm",k3_host="node6",k3_service="prefill"}'
+        values: '0.5 0.99x120'
+    alert_rule_test:
+      - eval_time: 3m
+        alertname: K3ServiceDown
+        exp_alerts:
+          - exp_labels:
+              {severity: critical, job: k3-vllm, instance: "10.0.0.5:8200", k3_host: node5, k3_service: decode,
+               k3_unit: k3-decode}
+            exp_annotations:
+              summary: decode on node5 is down
+              description: Prometheus cannot scrape decode on node5 (10.0.0.5:8200, unit k3-decode).
+      - eval_time: 9m
+        alertname: K3KVCacheFull
+        exp_alerts:
+          - exp_labels: {severity: warning, k3_host: node6, k3_service: prefill}
+            exp_annotations:
+              summary: KV cache of prefill on node6 is 99%% full
+      - eval_time: 5s
+        alertname: K3ServiceDown
+        exp_alerts: []
+"""
+
+
+def test_promtool_checks_the_rules_and_their_unit_tests_pass(cluster, tmp_path):
+    out = on_mon("promtool check rules %s" % RULES)
+    assert "SUCCESS: %d rules found" % len(monitoring.alert_rules()["groups"][0]["rules"]) in out, out
+    tests = tmp_path / "k3-rules-test.yml"
+    tests.write_text(PROMTOOL_TESTS % {"rules": RULES})
+    adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)
+    tested = adhoc(MON, "ansible.builtin.command", "promtool test rules /tmp/k3-rules-test.yml", check=False)
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout[-3000:]
+    # A test that expects what the rules do not do fails: promtool really compares.
+    tests.write_text(
+        PROMTOOL_TESTS.replace("summary: decode on node5 is down", "summary: something else") % {"rules": RULES}
+    )
+    adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)
+    wrong = adhoc(MON, "ansible.builtin.command", "promtool test rules /tmp/k3-rules-test.yml", check=False)
+    assert wrong.returncode != 0 and "FAILED" in wrong.stdout, wrong.stdout[-3000:]
