@@ -175,10 +175,11 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, Mo
         watchers = self.monitoring_hosts()
         if self.problems:
             raise self.error()
-        auth = self.apply_auth(keys, rendered, params)
-        auth_tls = self.apply_tls(tls, rendered)
+        # Before the key's launcher takes the router's argv[0] (vllm-router) over.
         if watchers:
             self.expose_router_metrics(rendered, plan_hosts)
+        auth = self.apply_auth(keys, rendered, params)
+        auth_tls = self.apply_tls(tls, rendered)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         kinds = {"%s/%s" % (h, svc["name"]): svc["kind"] for h, svc in rendered}
         for _host, svc in rendered:

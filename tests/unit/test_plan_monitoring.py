@@ -56,6 +56,19 @@ def test_a_monitoring_host_gets_the_router_listening_on_its_address_and_every_ta
     assert plan_schema.validate_plan(plan) == []
 
 
+def test_a_router_behind_the_api_key_launcher_still_gets_its_prometheus_listener():
+    inv = inventory({"k3-sb-mon": "10.77.0.18"})
+    for host in inv["hostvars"]:
+        inv["hostvars"][host]["k3_api_key"] = "sk-test-monitoring-key-0123456789"
+    plan = planner.build_plan(inv)
+    argv = router(plan)["argv"]
+    # The launcher (vllm-router-auth.py) runs vllm-router with the key from the environment.
+    assert argv[1].endswith("vllm-router-auth.py"), argv
+    assert argv[-4:] == ["--prometheus-host", "10.77.0.11", "--prometheus-port", "29000"]
+    assert plan["monitoring"]["unreachable"] == []
+    assert "10.77.0.11:29000" in {t["address"] for t in plan["monitoring"]["targets"]}
+
+
 def test_the_firewall_admits_the_monitoring_host_to_every_planned_port():
     plan = planner.build_plan(inventory({"k3-sb-mon": "10.77.0.18"}))
     rules = firewall.host_rules(plan, "k3-sb-front")
