@@ -49,13 +49,26 @@ VLLM_METRICS = (
     "vllm:request_queue_time_seconds_bucket",
 )
 ROUTER_METRICS = (
-    "vllm_router_active_workers",
     "vllm_router_worker_health",
     "vllm_router_processed_requests_total",
     "vllm_router_pd_requests_total",
     "vllm_router_pd_request_duration_seconds_bucket",
     "vllm_router_request_errors_total",
     "vllm_router_pd_errors_total",
+    "vllm_router_pd_prefill_errors_total",
+    "vllm_router_pd_decode_errors_total",
+)
+# Each counts failed requests its own way: by route and error type (regular mode), by P/D error
+# type, by prefill or decode worker (plain P/D mode counts only these two). Each appears in
+# /metrics only after its first error. No two of them share a label set, so one selector can
+# take their rates together.
+ROUTER_ERRORS = '{__name__=~"%s"}' % "|".join(
+    (
+        "vllm_router_request_errors_total",
+        "vllm_router_pd_errors_total",
+        "vllm_router_pd_prefill_errors_total",
+        "vllm_router_pd_decode_errors_total",
+    )
 )
 
 DEFAULT_THRESHOLDS = {
@@ -275,8 +288,8 @@ def alert_rules(thresholds=None):
         },
         {
             "alert": "K3RouterFailedRequests",
-            "expr": "sum by (k3_host, k3_service) (rate(vllm_router_request_errors_total[%s]) or "
-            "rate(vllm_router_pd_errors_total[%s])) > %s" % (w, w, t["router_errors_per_second"]),
+            "expr": "sum by (k3_host, k3_service) (rate(%s[%s])) > %s"
+            % (ROUTER_ERRORS, w, t["router_errors_per_second"]),
             "for": w,
             "labels": {"severity": "critical"},
             "annotations": {"summary": "the router on {{ $labels.k3_host }} fails {{ $value }} requests/s"},
@@ -371,7 +384,7 @@ def dashboards(window="5m"):
         "kimi-k3-router",
         "Kimi-K3 router",
         [
-            ("Workers", [("sum by (k3_host) (vllm_router_active_workers)", "active {{k3_host}}")]),
+            ("Workers", [("count by (k3_host) (vllm_router_worker_health)", "registered {{k3_host}}")]),
             ("Worker health", [("vllm_router_worker_health", "{{worker}}")]),
             (
                 "Requests per second",
@@ -393,8 +406,7 @@ def dashboards(window="5m"):
             (
                 "Failed requests per second",
                 [
-                    ("sum by (k3_host) (rate(vllm_router_request_errors_total[%s]))" % window, "errors"),
-                    ("sum by (k3_host) (rate(vllm_router_pd_errors_total[%s]))" % window, "P/D errors"),
+                    ("sum by (k3_host) (rate(%s[%s]))" % (ROUTER_ERRORS, window), "failed {{k3_host}}"),
                 ],
             ),
             ("Up", [('up{job=~"k3-router|k3-metaservice"}', "{{k3_service}} {{k3_host}}")]),

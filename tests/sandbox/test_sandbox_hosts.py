@@ -25,12 +25,15 @@ ANSIBLE = ROOT / ".venv" / "ansible" / "bin" / "ansible"
 RUN_DIR = Path("/run/k3-sandbox")
 SHARED = ROOT / ".cache" / "sandbox" / "shared"
 MODELS = ROOT / ".cache" / "sandbox" / "models"
+# The hosts' distribution mirror: tools/fetch_debs.sh's local repository (make test builds it first).
+DEBIAN_REPO = ROOT / ".cache" / "debian-debs"
 READ_ONLY_PATHS = [
     ROOT / ".venv" / "vllm",
     ROOT / ".venv" / "services",
     Path("/root/.pyenv/versions/3.11.7"),
     Path("/root/.pyenv/versions/3.12.1"),
     MODELS,
+    DEBIAN_REPO,
 ]
 
 pytestmark = pytest.mark.skipif(
@@ -217,6 +220,27 @@ def test_shared_storage_is_visible_read_only(cluster):
             assert lines[0] == str(path), (name, lines[0])
             assert lines[1:3] == ["mounted-ro", "refused"], (name, path, lines[1:3])
             assert sorted(lines[3:]) == sorted(p.name for p in path.iterdir()), (name, path)
+
+
+def test_the_local_debian_mirror_is_the_only_apt_source_and_apt_reads_it(cluster):
+    if not (DEBIAN_REPO / "InRelease").is_file():
+        pytest.skip("no local Debian mirror yet (tools/fetch_debs.sh; make test builds it)")
+    script = (
+        "cat /etc/apt/sources.list; ls /etc/apt/sources.list.d; apt-get update -q >/dev/null 2>&1 && echo updated; "
+        "apt-cache policy prometheus | sed -n 's/^ *Candidate: //p'"
+    )
+    [pool] = [p.name for p in DEBIAN_REPO.glob("pool/prometheus_*.deb")]
+    candidate = pool.split("_")[1].replace("%3a", ":")
+    for name, result in ok_results(adhoc("ansible.builtin.shell", script)).items():
+        lines = result["stdout"].splitlines()
+        assert lines == [
+            "deb [signed-by=%s/keyring.gpg] file:%s ./" % (DEBIAN_REPO, DEBIAN_REPO),
+            "updated",
+            candidate,
+        ], (
+            name,
+            lines,
+        )
 
 
 def test_venv_interpreters_work_inside(cluster):

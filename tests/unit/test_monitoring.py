@@ -175,7 +175,11 @@ def test_the_declared_router_metrics_are_in_the_installed_vllm_router():
     missing = [name for name in monitoring.ROUTER_METRICS if name.removesuffix("_bucket").encode() not in compiled]
     assert missing == []
     recorded = exposed(FIXTURES / "vllm-router-0.1.17.txt")
-    assert {"vllm_router_active_workers", "vllm_router_worker_health"} <= recorded
+    assert {"vllm_router_worker_health", "vllm_router_processed_requests_total"} <= recorded
+    # Plain P/D mode after refused requests: the per-worker error counters of the rule and panel.
+    plain_pd = exposed(FIXTURES / "vllm-router-0.1.17-pd.txt")
+    assert {"vllm_router_pd_prefill_errors_total", "vllm_router_pd_decode_errors_total"} <= plain_pd
+    assert "vllm_router_worker_health" in plain_pd and "vllm_router_active_workers" not in plain_pd
 
 
 def active_target(job, host, service, health, error=""):
