@@ -26,7 +26,7 @@ def _benchmark_target(plan, host="", endpoint="", model="", tokenizer="", max_mo
 
 
 def _benchmark_points(
-    target,
+    tgt,
     scenarios,
     sweep=None,
     margin=64,
@@ -35,14 +35,21 @@ def _benchmark_points(
     vllm_venv="",
     ais_bench_venv="",
     remote_dir="",
+    expansion=0.3,
 ):
-    if not isinstance(target, dict) or "url" not in target:
+    if not isinstance(tgt, dict) or "url" not in tgt:
         raise _benchmark.BenchmarkError("benchmark_points needs the benchmark_target result as its input")
-    concurrencies = _benchmark.sweep_concurrencies(target["concurrency"], sweep or None)
+    concurrencies = _benchmark.sweep_concurrencies(tgt["concurrency"], sweep or None)
     points = _benchmark.plan_points(
-        scenarios, target["max_model_len"], sweep=concurrencies, margin=margin, scale=scale, overrides=overrides or {}
+        scenarios,
+        tgt["max_model_len"],
+        sweep=concurrencies,
+        margin=margin,
+        scale=scale,
+        overrides=overrides or {},
+        expansion=expansion,
     )
-    return _benchmark.commands(points, target, vllm_venv, ais_bench_venv, remote_dir)
+    return _benchmark.commands(points, tgt, vllm_venv, ais_bench_venv, remote_dir)
 
 
 def _benchmark_ais_config(point, target, api_key=""):

@@ -92,35 +92,40 @@ def _number(what, value, low=None, high=None):
     return number
 
 
-def scale_lengths(input_len, output_len, max_model_len, margin=64, scale=True, what="scenario"):
+def scale_lengths(input_len, output_len, max_model_len, margin=64, scale=True, what="scenario", expansion=0.3):
     """(input, output, scaled): the lengths that fit ``max_model_len`` less ``margin`` tokens.
 
-    Lengths that fit are kept. Otherwise, with ``scale``, both shrink by the same factor, the output
-    keeping at least MIN_OUTPUT tokens (or its own length when smaller); without it they are refused."""
+    The input is counted ``1 + expansion`` times: a load generator's prompt of N tokens may reach the
+    server as more (AISBench decodes random token ids to text, which the server tokenizes again,
+    behind the chat template). Lengths that fit are kept. Otherwise, with ``scale``, both shrink by
+    the same factor, the output keeping at least MIN_OUTPUT tokens (or its own length when smaller);
+    without it they are refused."""
     input_len = _positive_int("%s: input_len" % what, input_len)
     output_len = _positive_int("%s: output_len" % what, output_len)
     max_model_len = _positive_int("the max model length", max_model_len)
     margin = int(margin)
     if margin < 0:
         raise BenchmarkError("the length margin must be 0 or more, not %r" % margin)
+    grow = 1.0 + _number("the length expansion", expansion, 0, 10)
     budget = max_model_len - margin
-    if input_len + output_len <= budget:
+    need = input_len * grow + output_len
+    if need <= budget:
         return input_len, output_len, False
     if not scale:
         raise BenchmarkError(
-            "%s: input_len %d + output_len %d = %d tokens do not fit the max model length %d less a margin of %d "
-            "(%d): lower the lengths, or let them be scaled (benchmark_scale_lengths: true)"
-            % (what, input_len, output_len, input_len + output_len, max_model_len, margin, budget)
+            "%s: input_len %d (counted %g times) + output_len %d = %d tokens do not fit the max model length %d "
+            "less a margin of %d (%d): lower the lengths, or let them be scaled (benchmark_scale_lengths: true)"
+            % (what, input_len, grow, output_len, math.ceil(need), max_model_len, margin, budget)
         )
     least_out = min(output_len, MIN_OUTPUT)
-    if budget < least_out + 1:
+    if budget < least_out + grow:
         raise BenchmarkError(
             "%s: the max model length %d less a margin of %d leaves %d tokens, too few for 1 input and %d output "
             "tokens: lower benchmark_length_margin" % (what, max_model_len, margin, budget, least_out)
         )
-    factor = budget / float(input_len + output_len)
+    factor = budget / need
     out = max(least_out, int(math.floor(output_len * factor)))
-    return budget - out, out, True
+    return int(math.floor((budget - out) / grow)), out, True
 
 
 def sweep_concurrencies(top=None, explicit=None):
@@ -156,7 +161,9 @@ def _scenario(name, scenarios, overrides):
     return spec
 
 
-def plan_points(selected, max_model_len, *, sweep=None, margin=64, scale=True, overrides=None, scenarios=None):
+def plan_points(
+    selected, max_model_len, *, sweep=None, margin=64, scale=True, overrides=None, scenarios=None, expansion=0.3
+):
     """One point per AISBench scenario and per concurrency of each vllm_bench scenario.
 
     ``sweep``: the concurrencies of the vllm_bench scenarios (see sweep_concurrencies)."""
@@ -175,7 +182,7 @@ def plan_points(selected, max_model_len, *, sweep=None, margin=64, scale=True, o
     for name in selected:
         spec = _scenario(name, scenarios, overrides)
         in_len, out_len, scaled = scale_lengths(
-            spec["input_len"], spec["output_len"], max_model_len, margin, scale, what="scenario %s" % name
+            spec["input_len"], spec["output_len"], max_model_len, margin, scale, "scenario %s" % name, expansion
         )
         rate = _number("scenario %s: request_rate" % name, spec.get("request_rate", 0), 0)
         base = {
@@ -719,9 +726,16 @@ def _check_gate(gate):
 
 
 def _fmt(value, unit=""):
+    """A measured value: counts as whole numbers, the rest with two decimals."""
     if value is None:
         return "-"
-    text = "%d" % value if float(value).is_integer() and abs(value) < 1e15 else "%.2f" % value
+    text = "%d" % value if isinstance(value, int) or (not unit and float(value).is_integer()) else "%.2f" % value
+    return text + (" " + unit if unit else "")
+
+
+def _limit(value, unit=""):
+    """A threshold as the user wrote it (2000, 0.5, 1000000000)."""
+    text = ("%f" % value).rstrip("0").rstrip(".")
     return text + (" " + unit if unit else "")
 
 
@@ -739,9 +753,9 @@ def apply_gates(points, gates, run_dir, baseline=None, baseline_dir=""):
             head = "benchmark gate failed: point %s: %s = %s" % (point["name"], name, _fmt(value, unit))
             tail = " (%s); run folder %s" % (gate["source"], run_dir)
             if "max" in gate and value is not None and value > gate["max"]:
-                failures.append("%s, above the threshold %s%s" % (head, _fmt(gate["max"], unit), tail))
+                failures.append("%s, above the threshold %s%s" % (head, _limit(gate["max"], unit), tail))
             elif "min" in gate and value is not None and value < gate["min"]:
-                failures.append("%s, below the threshold %s%s" % (head, _fmt(gate["min"], unit), tail))
+                failures.append("%s, below the threshold %s%s" % (head, _limit(gate["min"], unit), tail))
             elif "max_regression_percent" in gate and baseline is not None:
                 base = baseline.get(point["name"])
                 if base is None:
@@ -754,7 +768,7 @@ def apply_gates(points, gates, run_dir, baseline=None, baseline_dir=""):
                             head,
                             worse,
                             _fmt(metric(base, name), unit),
-                            _fmt(gate["max_regression_percent"]),
+                            _limit(gate["max_regression_percent"]),
                             tail,
                             baseline_dir,
                         )
@@ -804,7 +818,7 @@ def summary_markdown(points, run_dir, target_info=None, comparison=(), failures=
         )
     if comparison:
         lines += ["", "## Against the baseline %s" % baseline_dir, ""]
-        lines += ["| point | metric | value | baseline | regression |", "|---|---|---|---|---|"]
+        lines += ["| point | metric | value | baseline | worse by |", "|---|---|---|---|---|"]
         for row in comparison:
             unit = METRICS[row["metric"]][1]
             change = "-" if row["regression_percent"] is None else "%+.1f%%" % row["regression_percent"]
@@ -833,12 +847,28 @@ def _pyplot():
     return plt
 
 
-def _series(points):
-    """{scenario: points sorted by concurrency}."""
+def _series(points, scenarios=None):
+    """{scenario: points sorted by concurrency}, only of ``scenarios`` when given."""
     out = {}
     for p in points:
-        out.setdefault(p["scenario"], []).append(p)
+        if scenarios is None or p["scenario"] in scenarios:
+            out.setdefault(p["scenario"], []).append(p)
     return {k: sorted(v, key=lambda p: p["concurrency"]) for k, v in out.items()}
+
+
+def _colours(points):
+    """One colour per scenario, the same in every panel."""
+    names = sorted({p["scenario"] for p in points})
+    return {name: "C%d" % (i % 10) for i, name in enumerate(names)}
+
+
+def _concurrency_axis(ax, points):
+    """Concurrency on a log2 axis (a sweep doubles it), ticked at the concurrencies that ran."""
+    ticks = sorted({p["concurrency"] for p in points})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrency")
 
 
 def _figure(plt, rows=1, cols=1):
@@ -857,12 +887,14 @@ def _save(plt, fig, path):
 def plot_throughput(points, path, title=""):
     plt = _pyplot()
     fig, (left, right) = _figure(plt, 1, 2)
+    colours = _colours(points)
     for scenario, series in _series(points).items():
         x = [p["concurrency"] for p in series]
-        left.plot(x, [p["output_throughput"] for p in series], marker="o", label=scenario)
-        right.plot(x, [p["request_throughput"] for p in series], marker="o", label=scenario)
+        colour = colours[scenario]
+        left.plot(x, [p["output_throughput"] for p in series], marker="o", color=colour, label=scenario)
+        right.plot(x, [p["request_throughput"] for p in series], marker="o", color=colour, label=scenario)
     for ax, label in ((left, "output tokens/s"), (right, "requests/s")):
-        ax.set_xlabel("concurrency")
+        _concurrency_axis(ax, points)
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
@@ -873,13 +905,21 @@ def plot_throughput(points, path, title=""):
 def plot_latency(points, path, title=""):
     plt = _pyplot()
     fig, axes = _figure(plt, 2, 2)
+    colours = _colours(points)
     for ax, lat in zip(axes, LATENCIES, strict=True):
         for scenario, series in _series(points).items():
             x = [p["concurrency"] for p in series]
-            for p_name, style in (("p50", "-"), ("p90", "--"), ("p99", ":")):
-                ax.plot(x, [p[lat][p_name] for p in series], style, marker="o", label="%s %s" % (scenario, p_name))
+            for p_name, style, marker in (("p50", "-", "o"), ("p90", "--", "s"), ("p99", ":", "^")):
+                ax.plot(
+                    x,
+                    [p[lat][p_name] for p in series],
+                    style,
+                    marker=marker,
+                    color=colours[scenario],
+                    label="%s %s" % (scenario, p_name),
+                )
         ax.set_title(lat[:-3].upper())
-        ax.set_xlabel("concurrency")
+        _concurrency_axis(ax, points)
         ax.set_ylabel("ms")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="x-small")
@@ -890,19 +930,23 @@ def plot_latency(points, path, title=""):
 def plot_baseline(points, baseline, path, title=""):
     plt = _pyplot()
     fig, axes = _figure(plt, 1, 3)
-    base_points = list(baseline.values())
+    # The baseline's points of the scenarios this run has, in the same colour, dashed.
+    scenarios = {p["scenario"] for p in points}
+    base_points = [p for p in baseline.values() if p.get("scenario") in scenarios]
+    colours = _colours(points)
     for ax, name in zip(axes, ("output_throughput", "ttft_ms.p99", "tpot_ms.p99"), strict=True):
-        for label, group, style in (("run", points, "-"), ("baseline", base_points, "--")):
-            for scenario, series in _series(group).items():
+        for label, group, style, marker in (("run", points, "-", "o"), ("baseline", base_points, "--", "x")):
+            for scenario, series in _series(group, scenarios).items():
                 ax.plot(
                     [p["concurrency"] for p in series],
                     [metric(p, name) for p in series],
                     style,
-                    marker="o",
+                    marker=marker,
+                    color=colours[scenario],
                     label="%s %s" % (scenario, label),
                 )
         ax.set_title("%s (%s)" % (name, METRICS[name][1]))
-        ax.set_xlabel("concurrency")
+        _concurrency_axis(ax, points + base_points)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="x-small")
     fig.suptitle(title or "This run against the baseline")

@@ -79,27 +79,32 @@ def test_the_spec_scenarios_are_the_specification_s():
         ((8192, 1024, 250000, 64), (8192, 1024, False)),
         ((131024, 1024, 250000, 64), (131024, 1024, False)),
         ((100, 20, 512, 64), (100, 20, False)),
-        ((428, 20, 512, 64), (428, 20, False)),
-        # The sandbox (512): 448 tokens; 8192:1024 scaled by 448/9216 -> output floor(49.8) = 49.
-        ((8192, 1024, 512, 64), (399, 49, True)),
-        # 131024:1024 scaled gives 3 output tokens: the output keeps 16.
-        ((131024, 1024, 512, 64), (432, 16, True)),
+        # The sandbox (512): 448 tokens, the input counted 1.3 times: 8192:1024 scaled by
+        # 448 / (8192 * 1.3 + 1024) -> output floor(39.3) = 39, input floor((448 - 39) / 1.3) = 314.
+        ((8192, 1024, 512, 64), (314, 39, True)),
+        # 131024:1024 scaled gives 2 output tokens: the output keeps 16; input floor(432 / 1.3).
+        ((131024, 1024, 512, 64), (332, 16, True)),
         # An output shorter than 16 keeps its own length.
-        ((1000, 8, 512, 0), (504, 8, True)),
-        # One token over: the output is rounded down (floor(20 * 448/449) = 19), the input takes the rest.
-        ((429, 20, 512, 64), (429, 19, True)),
+        ((1000, 8, 512, 0), (387, 8, True)),
+        # Counted as they are (expansion 0): just over, the output is rounded down (floor(20 * 448/449)),
+        # the input takes the rest.
+        ((429, 20, 512, 64, True, "x", 0), (429, 19, True)),
+        ((428, 20, 512, 64, True, "x", 0), (428, 20, False)),
+        ((329, 20, 512, 64), (329, 20, False)),
     ],
 )
 def test_scale_lengths(args, expected):
     out = b.scale_lengths(*args)
     assert out == expected
-    assert out[0] + out[1] <= args[2] - args[3]
+    grow = 1 + (args[6] if len(args) > 6 else 0.3)
+    assert out[0] * grow + out[1] <= args[2] - args[3]
 
 
 @pytest.mark.parametrize(
     "args,kwargs,needle",
     [
         ((8192, 1024, 512, 64), {"scale": False}, "do not fit the max model length 512 less a margin of 64"),
+        ((8192, 1024, 512, 64), {"expansion": -1}, "the length expansion must be between 0 and 10"),
         ((0, 1024, 512, 64), {}, "input_len must be a whole number above 0, not 0"),
         ((100, -1, 512, 64), {}, "output_len must be a whole number above 0, not -1"),
         (("many", 10, 512, 64), {}, "input_len must be a whole number above 0, not 'many'"),
@@ -150,9 +155,9 @@ def test_points_of_the_spec_and_a_sweep_on_the_sandbox():
     by_name = {p["name"]: p for p in points}
     assert list(by_name) == ["spec-8k-1k-c4", "spec-128k-1k-prefix-c4", "sweep-c1", "sweep-c2", "sweep-c4", "sweep-c8"]
     prefix = by_name["spec-128k-1k-prefix-c4"]
-    assert (prefix["input_len"], prefix["output_len"], prefix["scaled"]) == (432, 16, True)
+    assert (prefix["input_len"], prefix["output_len"], prefix["scaled"]) == (332, 16, True)
     # 99% of the input is a prefix every request shares.
-    assert prefix["prefix_len"] == math.floor(0.99 * 432)
+    assert prefix["prefix_len"] == math.floor(0.99 * 332)
     assert prefix["requested"] == {"input_len": 131024, "output_len": 1024}
     assert by_name["spec-8k-1k-c4"]["prefix_len"] == 0
     assert [by_name["sweep-c%d" % c]["requests"] for c in (1, 2, 4, 8)] == [8, 8, 16, 32]  # max(8, 4c)
@@ -199,7 +204,11 @@ def test_points_unscaled_where_they_fit():
             "repeat_rate must be between 0 and 1",
         ),
         (["spec-8k-1k"], {"overrides": {"spec-8k-1k": {"request_rate": -1}}}, "request_rate must be between 0"),
-        (["spec-8k-1k"], {"scale": False}, "scenario spec-8k-1k: input_len 8192 + output_len 1024 = 9216 tokens"),
+        (
+            ["spec-8k-1k"],
+            {"scale": False},
+            "scenario spec-8k-1k: input_len 8192 (counted 1.3 times) + output_len 1024 = 11674 tokens",
+        ),
     ],
 )
 def test_points_refused(selected, kwargs, needle):
@@ -589,14 +598,14 @@ def test_gates_fail_naming_metric_value_threshold_and_folder(recorded_run):
     run, points = recorded_run
     measured = {p["name"]: b.parse_point(p, str(run / "raw" / p["name"])) for p in points}
     c4 = measured["sweep-c4"]
-    limit = c4["ttft_ms"]["p99"] - 0.5  # just below what sweep-c4 measured
+    limit = math.floor(c4["ttft_ms"]["p99"] * 10) / 10 - 0.1  # just below what sweep-c4 measured
     gates = b.gate_list(
         max_ttft_p99_ms=limit, extra=[{"metric": "output_throughput", "min": 1e9, "scenario": "spec-8k-1k"}]
     )
     failures = b.apply_gates(list(measured.values()), gates, str(run))
-    expected = "benchmark gate failed: point sweep-c4: ttft_ms.p99 = %.2f ms, above the threshold %.2f ms " % (
+    expected = "benchmark gate failed: point sweep-c4: ttft_ms.p99 = %.2f ms, above the threshold %s ms " % (
         c4["ttft_ms"]["p99"],
-        limit,
+        ("%.1f" % limit).rstrip("0").rstrip("."),
     )
     assert expected + "(benchmark_max_ttft_p99_ms); run folder %s" % run in failures
     slow = [f for f in failures if "output_throughput" in f]
