@@ -33,6 +33,14 @@ def evaluate_retry_argv(log_file, inspect, max_connections=16):
     return _evaluate.retry_argv(inspect, log_file, max_connections)
 
 
+def evaluate_newest_logs(found, runs_results=None):
+    return _evaluate.newest_logs(found, runs_results)
+
+
+def evaluate_unfinished(scores):
+    return _evaluate.unfinished(scores)
+
+
 def evaluate_scores(logs):
     return _evaluate.read_scores(logs)
 
@@ -59,6 +67,8 @@ class FilterModule:
                 evaluate_runs,
                 evaluate_environment,
                 evaluate_retry_argv,
+                evaluate_newest_logs,
+                evaluate_unfinished,
                 evaluate_scores,
                 evaluate_gate_failures,
                 evaluate_table,

@@ -197,7 +197,10 @@ def eval_runs(settings):
     evaluation host), and optionally max_tokens ({benchmark: n}), max_connections, temperature,
     top_p, epochs, reasoning_effort, stream, thinking, thinking_body, limit, extra_args, display.
 
-    Returns {"runs": [{"benchmark", "title", "log_dir", "argv"}], "max_tokens": {...}, "images": bool}.
+    For the service check: python (default: next to inspect), check_max_tokens, check_reasoning, timeout.
+
+    Returns {"runs": [{"benchmark", "title", "log_dir", "argv"}], "max_tokens": {...}, "images": bool,
+    "extra_body": {...}, "service_check": argv}.
     """
     if not isinstance(settings, dict):
         raise EvaluateError("the evaluation settings must be a mapping, not %r" % (settings,))
@@ -265,12 +268,25 @@ def eval_runs(settings):
             argv += ["--limit", str(limit)]
         argv += ["--log-dir", folder, "--display", display] + extra
         runs.append({"benchmark": name, "title": bench["title"], "log_dir": folder, "argv": argv})
-    return {
-        "runs": runs,
-        "max_tokens": tokens,
-        "images": any(BENCHMARKS[n]["images"] for n in selected),
-        "extra_body": body if thinking else {},
-    }
+    images = any(BENCHMARKS[n]["images"] for n in selected)
+    extra_body = body if thinking else {}
+    check = [
+        _text(s.get("python") or inspect.rsplit("/", 1)[0] + "/python", "evaluate_python"),
+        tasks.rsplit("/", 1)[0] + "/service_check.py" if "/" in tasks else "service_check.py",
+        "--model",
+        model,
+        "--max-tokens",
+        str(_int(s.get("check_max_tokens", 16), "evaluate_check_max_tokens")),
+        "--benchmark-max-tokens",
+        ",".join("%s=%d" % item for item in tokens.items()),
+        "--extra-body",
+        json.dumps(extra_body, sort_keys=True),
+        "--timeout",
+        str(_int(s.get("timeout", 600), "evaluate_request_timeout")),
+    ]
+    check += ["--image"] if images else []
+    check += ["--require-reasoning"] if _bool(s.get("check_reasoning", True), "evaluate_check_reasoning") else []
+    return {"runs": runs, "max_tokens": tokens, "images": images, "extra_body": extra_body, "service_check": check}
 
 
 def retry_argv(inspect, log_file, max_connections=16):
@@ -338,11 +354,64 @@ def score_of(benchmark, header, log=None):
     return out
 
 
+def newest_logs(found, runs_results=None):
+    """The newest log of each benchmark: found = the registered results of an ansible.builtin.find
+    per run (each with item = the run, files = [{path, mtime}]). A benchmark without a log is an
+    error naming it, its folder and, from runs_results (the registered inspect runs), inspect's end."""
+    if isinstance(found, dict):
+        found = found.get("results")
+    if not isinstance(found, (list, tuple)):
+        raise EvaluateError("newest_logs needs the registered results of a find per benchmark, not %r" % (found,))
+    ends = {}
+    for result in (runs_results or {}).get("results", []) if isinstance(runs_results, dict) else runs_results or []:
+        run = result.get("item") or {}
+        tail = (result.get("stderr") or result.get("msg") or "").strip().splitlines()[-5:]
+        ends[run.get("benchmark")] = "inspect exited %s: %s" % (result.get("rc"), " / ".join(tail) or "no output")
+    out, missing = [], []
+    for result in found:
+        run = result.get("item") or {}
+        logs = [f for f in result.get("files") or [] if str(f.get("path", "")).endswith((".eval", ".json"))]
+        if not logs:
+            missing.append(
+                "%s wrote no log in %s%s"
+                % (
+                    run.get("title", run.get("benchmark")),
+                    run.get("log_dir"),
+                    ": " + ends[run.get("benchmark")] if run.get("benchmark") in ends else "",
+                )
+            )
+            continue
+        newest = max(logs, key=lambda f: (float(f.get("mtime") or 0), f["path"]))
+        out.append({"benchmark": run.get("benchmark"), "title": run.get("title"), "log": newest["path"]})
+    if missing:
+        raise EvaluateError("; ".join(missing))
+    return out
+
+
 def read_scores(logs):
-    """logs: [{benchmark, header, log}] (the header as dumped, text or mapping) -> their results."""
+    """logs: [{benchmark, header, log}] (the header as dumped, text or mapping), or the registered
+    results of a ``inspect log dump --header-only`` loop over newest_logs -> their results."""
+    if isinstance(logs, dict) and "results" in logs:
+        logs = logs["results"]
     if not isinstance(logs, (list, tuple)):
         raise EvaluateError("the logs must be a list of {benchmark, header, log}, not %r" % (logs,))
-    return [score_of(item.get("benchmark"), item.get("header"), item.get("log")) for item in logs]
+    out = []
+    for item in logs:
+        if not isinstance(item, dict):
+            raise EvaluateError("a log entry must be a mapping, not %r" % (item,))
+        if "header" not in item and "stdout" in item:
+            item = {
+                "benchmark": (item.get("item") or {}).get("benchmark"),
+                "header": item["stdout"],
+                "log": (item.get("item") or {}).get("log"),
+            }
+        out.append(score_of(item.get("benchmark"), item.get("header"), item.get("log")))
+    return out
+
+
+def unfinished(scores):
+    """The results whose run did not finish (for inspect eval-retry)."""
+    return [s for s in scores if s["status"] != "success"]
 
 
 # --------------------------------------------------------------------------------------------
