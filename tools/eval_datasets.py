@@ -6,7 +6,7 @@ OUTDIR/ocrbench/OCRBench.json + OCRBench_Images/   (echo840/OCRBench's original 
 OUTDIR/mmmu_pro/vision/test-00000-of-00001.parquet (MMMU/MMMU_Pro "vision": id, image, options, answer, subject)
 OUTDIR/toolcall/toolcall_samples.jsonl             (messages, tools, expected calls)
 
-A handful of items each (roles/evaluate/files/k3_evals/formats.py documents the layouts); the
+A handful of items each (roles/evaluate/files/kimi_evals/formats.py documents the layouts); the
 same bytes every run. It exists to run the real tasks end to end against a small model: the
 answers are written so that a random-weight model cannot stumble on them (long codes).
 """

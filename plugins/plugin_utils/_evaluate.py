@@ -204,37 +204,37 @@ def eval_runs(settings):
     """
     if not isinstance(settings, dict):
         raise EvaluateError("the evaluation settings must be a mapping, not %r" % (settings,))
-    s = dict(DEFAULTS, **{k: v for k, v in settings.items() if v is not None or k == "limit"})
-    selected = benchmark_names(s.get("benchmarks"))
-    datasets = _per_benchmark(s.get("datasets"), "evaluate_datasets", selected)
+    conf = dict(DEFAULTS, **{k: v for k, v in settings.items() if v is not None or k == "limit"})
+    selected = benchmark_names(conf.get("benchmarks"))
+    datasets = _per_benchmark(conf.get("datasets"), "evaluate_datasets", selected)
     missing = [name for name in selected if not datasets.get(name)]
     if missing:
         raise EvaluateError(
             "evaluate_datasets has no local path for %s: set evaluate_datasets.%s to the dataset's folder or file "
             "on the evaluation host (nothing is downloaded)" % (", ".join(missing), missing[0])
         )
-    model = _text(s.get("model"), "the served model name (evaluate_served_model_name)")
-    inspect = _text(s.get("inspect"), "evaluate_inspect")
-    tasks = _text(s.get("tasks"), "the tasks file")
-    log_dir = _text(s.get("log_dir"), "the run's log folder").rstrip("/")
-    tokens = max_tokens(s.get("max_tokens"), selected)
-    connections = _int(s["max_connections"], "evaluate_max_connections")
-    temperature = _number(s["temperature"], "evaluate_temperature", 0, 2)
-    top_p = _number(s["top_p"], "evaluate_top_p", 0, 1)
+    model = _text(conf.get("model"), "the served model name (evaluate_served_model_name)")
+    inspect = _text(conf.get("inspect"), "evaluate_inspect")
+    tasks = _text(conf.get("tasks"), "the tasks file")
+    log_dir = _text(conf.get("log_dir"), "the run's log folder").rstrip("/")
+    tokens = max_tokens(conf.get("max_tokens"), selected)
+    connections = _int(conf["max_connections"], "evaluate_max_connections")
+    temperature = _number(conf["temperature"], "evaluate_temperature", 0, 2)
+    top_p = _number(conf["top_p"], "evaluate_top_p", 0, 1)
     if top_p == 0:
-        raise EvaluateError("evaluate_top_p must be above 0, not %r" % s["top_p"])
-    epochs = _int(s["epochs"], "evaluate_epochs")
-    effort = s["reasoning_effort"]
+        raise EvaluateError("evaluate_top_p must be above 0, not %r" % conf["top_p"])
+    epochs = _int(conf["epochs"], "evaluate_epochs")
+    effort = conf["reasoning_effort"]
     if effort not in EFFORTS:
         raise EvaluateError("evaluate_reasoning_effort must be one of %s, not %r" % (", ".join(EFFORTS), effort))
-    stream = _bool(s["stream"], "evaluate_stream")
-    thinking = _bool(s["thinking"], "evaluate_thinking")
-    body = s["thinking_body"] or {}
+    stream = _bool(conf["stream"], "evaluate_stream")
+    thinking = _bool(conf["thinking"], "evaluate_thinking")
+    body = conf["thinking_body"] or {}
     if not isinstance(body, dict):
         raise EvaluateError("evaluate_thinking_body must be a mapping of request fields, not %r" % (body,))
-    limit = None if s["limit"] in (None, "") else _int(s["limit"], "evaluate_limit")
-    extra = _extra_args(s["extra_args"])
-    display = _text(s["display"], "the display")
+    limit = None if conf["limit"] in (None, "") else _int(conf["limit"], "evaluate_limit")
+    extra = _extra_args(conf["extra_args"])
+    display = _text(conf["display"], "the display")
     runs = []
     for name in selected:
         bench = BENCHMARKS[name]
@@ -271,21 +271,21 @@ def eval_runs(settings):
     images = any(BENCHMARKS[n]["images"] for n in selected)
     extra_body = body if thinking else {}
     check = [
-        _text(s.get("python") or inspect.rsplit("/", 1)[0] + "/python", "evaluate_python"),
+        _text(conf.get("python") or inspect.rsplit("/", 1)[0] + "/python", "evaluate_python"),
         tasks.rsplit("/", 1)[0] + "/service_check.py" if "/" in tasks else "service_check.py",
         "--model",
         model,
         "--max-tokens",
-        str(_int(s.get("check_max_tokens", 16), "evaluate_check_max_tokens")),
+        str(_int(conf.get("check_max_tokens", 16), "evaluate_check_max_tokens")),
         "--benchmark-max-tokens",
         ",".join("%s=%d" % item for item in tokens.items()),
         "--extra-body",
         json.dumps(extra_body, sort_keys=True),
         "--timeout",
-        str(_int(s.get("timeout", 600), "evaluate_request_timeout")),
+        str(_int(conf.get("timeout", 600), "evaluate_request_timeout")),
     ]
     check += ["--image"] if images else []
-    check += ["--require-reasoning"] if _bool(s.get("check_reasoning", True), "evaluate_check_reasoning") else []
+    check += ["--require-reasoning"] if _bool(conf.get("check_reasoning", True), "evaluate_check_reasoning") else []
     return {"runs": runs, "max_tokens": tokens, "images": images, "extra_body": extra_body, "service_check": check}
 
 
@@ -411,7 +411,7 @@ def read_scores(logs):
 
 def unfinished(scores):
     """The results whose run did not finish (for inspect eval-retry)."""
-    return [s for s in scores if s["status"] != "success"]
+    return [result for result in scores if result["status"] != "success"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,20 +472,20 @@ def score_table(scores, gates=None):
     """The scores as text lines: benchmark, accuracy ± stderr, samples, gate and verdict."""
     thresholds = gate_thresholds(gates)
     rows = [("benchmark", "accuracy", "stderr", "samples", "gate", "result")]
-    for s in scores:
-        gate = thresholds.get(s["benchmark"])
-        if s["status"] != "success":
-            verdict = "NOT FINISHED (%s)" % s["status"]
+    for result in scores:
+        gate = thresholds.get(result["benchmark"])
+        if result["status"] != "success":
+            verdict = "NOT FINISHED (%s)" % result["status"]
         elif gate is None:
             verdict = "reported"
         else:
-            verdict = "pass" if s["accuracy"] >= gate else "FAIL"
+            verdict = "pass" if result["accuracy"] >= gate else "FAIL"
         rows.append(
             (
-                s["title"],
-                "-" if s["accuracy"] is None else "%.4f" % s["accuracy"],
-                "-" if s["stderr"] is None else "%.4f" % s["stderr"],
-                "%d/%d" % (s["completed"], s["samples"]),
+                result["title"],
+                "-" if result["accuracy"] is None else "%.4f" % result["accuracy"],
+                "-" if result["stderr"] is None else "%.4f" % result["stderr"],
+                "%d/%d" % (result["completed"], result["samples"]),
                 "-" if gate is None else "%.4f" % gate,
                 verdict,
             )
@@ -504,4 +504,8 @@ def service_failures(result):
     if not isinstance(result, dict) or not isinstance(result.get("checks"), list) or not result["checks"]:
         raise EvaluateError("the service check answered no checks: %r" % (result,))
     base = result.get("base_url", "the endpoint")
-    return ["%s: %s check failed: %s" % (base, c["check"], c["detail"]) for c in result["checks"] if not c.get("ok")]
+    return [
+        "%s: %s check failed: %s" % (base, item["check"], item["detail"])
+        for item in result["checks"]
+        if not item.get("ok")
+    ]

@@ -164,7 +164,7 @@ def test_gate_zero_passes_and_every_score_is_read(passed):
 
 def test_logs_are_kept_for_inspect_view_with_the_specification_settings(passed):
     run = passed["run"]
-    assert (run / "tasks" / "k3_evals" / "tasks.py").is_file()  # inspect eval-retry reloads the task from here
+    assert (run / "tasks" / "kimi_evals" / "tasks.py").is_file()  # inspect eval-retry reloads the task from here
     for name, tokens in TOKENS.items():
         (log,) = sorted((run / name).glob("*.eval"))
         out = subprocess.run(

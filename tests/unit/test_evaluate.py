@@ -14,12 +14,12 @@ from conftest import ROOT
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _evaluate as ev
 
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "eval"
-K3_EVALS = ROOT / "roles" / "evaluate" / "files" / "k3_evals"
+K3_EVALS = ROOT / "roles" / "evaluate" / "files" / "kimi_evals"
 
 
 def _load(name):
-    """A module of the role's k3_evals, loaded without leaving __pycache__ in the role's files."""
-    spec = importlib.util.spec_from_file_location("k3_evals_" + name, K3_EVALS / (name + ".py"))
+    """A module of the role's kimi_evals, loaded without leaving __pycache__ in the role's files."""
+    spec = importlib.util.spec_from_file_location("kimi_evals_" + name, K3_EVALS / (name + ".py"))
     module = importlib.util.module_from_spec(spec)
     dont, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
@@ -37,7 +37,7 @@ SETTINGS = {
     "datasets": {"ocrbench": "/data/OCRBench", "mmmu_pro": "/data/MMMU_Pro", "toolcall": "/data/tc.jsonl"},
     "model": "kimi-k3",
     "inspect": "/opt/eval/bin/inspect",
-    "tasks": "/srv/run/tasks/k3_evals/tasks.py",
+    "tasks": "/srv/run/tasks/kimi_evals/tasks.py",
     "log_dir": "/srv/run",
 }
 
@@ -46,7 +46,7 @@ def spec_argv(benchmark, task, dataset, tokens):
     return [
         "/opt/eval/bin/inspect",
         "eval",
-        "/srv/run/tasks/k3_evals/tasks.py@" + task,
+        "/srv/run/tasks/kimi_evals/tasks.py@" + task,
         "--model",
         "openai-api/kimi/kimi-k3",
         "-T",
@@ -95,7 +95,7 @@ def test_runs_keep_the_given_order_and_say_what_the_service_check_needs():
     assert out["images"] is True
     assert out["service_check"] == [
         "/opt/eval/bin/python",
-        "/srv/run/tasks/k3_evals/service_check.py",
+        "/srv/run/tasks/kimi_evals/service_check.py",
         "--model",
         "kimi-k3",
         "--max-tokens",

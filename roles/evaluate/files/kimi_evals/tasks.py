@@ -1,8 +1,8 @@
 """inspect-ai tasks of the Kimi-K3 accuracy procedure, each reading its dataset from a local path.
 
-    inspect eval k3_evals/tasks.py@ocrbench -T dataset=DIR --model openai-api/kimi/SERVED_NAME
-    inspect eval k3_evals/tasks.py@mmmu_pro -T dataset=DIR ...
-    inspect eval k3_evals/tasks.py@toolcall -T dataset=FILE.jsonl ...
+    inspect eval kimi_evals/tasks.py@ocrbench -T dataset=DIR --model openai-api/kimi/SERVED_NAME
+    inspect eval kimi_evals/tasks.py@mmmu_pro -T dataset=DIR ...
+    inspect eval kimi_evals/tasks.py@toolcall -T dataset=FILE.jsonl ...
 
 Each task's generate config holds the specification's settings (temperature 1.0, top-p 1.0,
 reasoning effort max, 16 connections, one epoch, the benchmark's max output tokens); the
@@ -34,7 +34,7 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import Generate, TaskState, generate, solver  # noqa: E402
 from inspect_ai.tool import ToolCall, ToolDef, ToolParams  # noqa: E402
 
-from k3_evals import formats  # noqa: E402
+from kimi_evals import formats  # noqa: E402
 
 # The specification's settings (section 7.1), per benchmark: max output tokens.
 MAX_TOKENS = {"ocrbench": 8192, "mmmu_pro": 96000, "toolcall": 32768}
