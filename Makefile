@@ -22,7 +22,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: help venv venv-vllm venv-services venv-eval sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -48,6 +48,10 @@ venv-vllm:
 
 venv-services:
 	tools/venvs.sh services
+
+# inspect-ai for the accuracy evaluation (playbooks/evaluate.yml and its tests).
+venv-eval:
+	tools/venvs.sh eval
 
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
@@ -104,7 +108,7 @@ lint: venv
 # verify, destroy); the fault and --limit tests on a deployed cluster; host preflight (a wrong
 # NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401 without one,
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints).
-test: venv venv-vllm lint
+test: venv venv-vllm venv-eval lint
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).
@@ -112,8 +116,9 @@ test: venv venv-vllm lint
 	# the install fails on a removed .deb, and apt-get update (then the install again) repairs it.
 	command -v dot >/dev/null || tools/apt_install.sh graphviz
 	command -v chromium >/dev/null || tools/apt_install.sh chromium
-	# The table-driven suites are independent: one worker per core.
-	$(BIN)/pytest -n auto tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	# The table-driven suites are independent: one worker per core (--dist loadgroup keeps a module
+	# that shares one server, marked xdist_group, on one worker).
+	$(BIN)/pytest -n auto --dist loadgroup tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
