@@ -3,11 +3,13 @@ tools/tiny_vlm.py on port 18102, the small datasets of tools/eval_datasets.py, i
 .venv/eval, and a localhost inventory (``ansible_connection: local``).
 
 Such an inventory has no deployment to plan, so the endpoint is named with evaluate_endpoint and
-evaluate_served_model_name (the playbook then skips planning). Asserted: the service check passes,
-every benchmark's score is read from its log, the logs and scores files are in the run folder,
-a gate of 0 passes, a gate the random model cannot reach fails naming the benchmark, a run that
-cannot reach the endpoint is retried with inspect eval-retry and then fails as unfinished, a wrong
-served name fails the service check, and the API key shows up in no output.
+evaluate_served_model_name (the playbook then skips planning); the plan's own choice (the front
+door) is checked with --check on the sandbox inventory, which plans and connects to no host.
+Asserted: the service check passes, every benchmark's score is read from its log, the logs and
+scores files are in the run folder, a gate of 0 passes, a gate the random model cannot reach
+fails naming the benchmark, a run that cannot reach the endpoint is retried with inspect
+eval-retry and then fails as unfinished, a wrong served name fails the service check, and the
+API key shows up in no output.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail
+from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail, write_sandbox_inventory
 
 # One vLLM for the module: under pytest -n auto --dist loadgroup its tests stay on one worker.
 pytestmark = pytest.mark.xdist_group("evaluate_playbook")
@@ -232,3 +234,45 @@ def test_the_service_check_refuses_a_wrong_served_name(inventory, endpoint, tmp_
     assert proc.returncode != 0
     assert "models check failed: the endpoint lists ['%s'], not kimi-k3" % SERVED in " ".join(output.split())
     assert not list((tmp_path / "wrong").glob("*/*.eval"))  # no benchmark ran
+
+
+def test_check_mode_plans_and_shows_the_front_door_commands_touching_nothing(tmp_path):
+    inventory = write_sandbox_inventory(tmp_path / "inventories" / "sandbox", "sandbox")
+    variables = {
+        "evaluate_datasets": {"ocrbench": "/d/ocr", "mmmu_pro": "/d/mmmu", "toolcall": "/d/tc.jsonl"},
+        "evaluate_runs_dir": str(tmp_path / "runs"),
+        "evaluate_run_name": "dry",
+        "k3_plan_dir": str(tmp_path / "plan"),
+    }
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "evaluate.yml"), "-i", str(inventory), "--check"]
+        + ["-e", json.dumps(variables)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ansible_env(),
+        check=False,
+        timeout=600,
+    )
+    output = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0, output[-4000:]
+    # The sandbox's front door: vllm-router on k3-sb-front (tools/sandbox-hosts.txt), its served name.
+    assert "endpoint: http://10.77.0.11:8000/v1 (model kimi-k3-sandbox, inspect on localhost)" in output
+    run = tmp_path / "runs" / "dry"
+    for task, dataset, tokens in (
+        ("ocrbench", "/d/ocr", 8192),
+        ("mmmu_pro", "/d/mmmu", 96000),
+        ("toolcall", "/d/tc.jsonl", 32768),
+    ):
+        assert (
+            "%s/tasks/kimi_evals/tasks.py@%s --model openai-api/kimi/kimi-k3-sandbox -T dataset=%s --max-tokens %d"
+            % (
+                run,
+                task,
+                dataset,
+                tokens,
+            )
+            in output
+        )
+    assert not (tmp_path / "runs").exists()  # --check wrote nothing and sent nothing
+    assert "unreachable=1" not in output
