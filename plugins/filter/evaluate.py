@@ -45,8 +45,12 @@ def evaluate_scores(logs):
     return _evaluate.read_scores(logs)
 
 
-def evaluate_gate_failures(scores, gates, run_dir):
-    return _evaluate.gate_failures(scores, gates, run_dir)
+def evaluate_gate_failures(scores, gates, run_dir, host="localhost"):
+    return _evaluate.gate_failures(scores, gates, run_dir, host)
+
+
+def evaluate_kept_logs(scores, run_dir):
+    return _evaluate.kept_logs(scores, run_dir)
 
 
 def evaluate_table(scores, gates=None):
@@ -71,6 +75,7 @@ class FilterModule:
                 evaluate_unfinished,
                 evaluate_scores,
                 evaluate_gate_failures,
+                evaluate_kept_logs,
                 evaluate_table,
                 evaluate_service_failures,
             )

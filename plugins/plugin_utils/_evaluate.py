@@ -409,6 +409,17 @@ def read_scores(logs):
     return out
 
 
+def kept_logs(scores, run_dir):
+    """The results with kept = the log's copy in the run folder (run_dir/<benchmark>/<file>)."""
+    return [
+        dict(
+            result,
+            kept="%s/%s/%s" % (str(run_dir).rstrip("/"), result["benchmark"], str(result["log"]).rsplit("/", 1)[-1]),
+        )
+        for result in scores
+    ]
+
+
 def unfinished(scores):
     """The results whose run did not finish (for inspect eval-retry)."""
     return [result for result in scores if result["status"] != "success"]
@@ -436,9 +447,10 @@ def gate_thresholds(gates, selected=None):
     return out
 
 
-def gate_failures(scores, gates, run_dir):
+def gate_failures(scores, gates, run_dir, host="localhost"):
     """A message per benchmark that failed: a run that did not finish, or an accuracy under its gate.
-    Each names the benchmark, its score, the threshold and the log folder."""
+    Each names the benchmark, its score, the threshold and the log folder (the one on the controller;
+    eval-retry runs where inspect wrote the log: on host)."""
     thresholds = gate_thresholds(gates)
     failures = []
     for score in scores:
@@ -446,7 +458,7 @@ def gate_failures(scores, gates, run_dir):
         folder = "%s/%s" % (str(run_dir).rstrip("/"), name)
         if score["status"] != "success":
             failures.append(
-                "%s did not finish (status %s, %d of %d samples%s); logs in %s; resume it with "
+                "%s did not finish (status %s, %d of %d samples%s); logs in %s; resume it%s with "
                 "`inspect eval-retry %s`"
                 % (
                     title,
@@ -455,6 +467,7 @@ def gate_failures(scores, gates, run_dir):
                     score["samples"],
                     ": %s" % score["error"] if score["error"] else "",
                     folder,
+                    "" if host in ("localhost", "127.0.0.1", None) else " on %s" % host,
                     score["log"] or folder,
                 )
             )

@@ -98,7 +98,9 @@ def inventory(tmp_path_factory):
     path = folder / "hosts.yml"
     path.write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n      ansible_python_interpreter: %s\n"
-        % (VENV_BIN / "python")
+        # another host to run inspect on (local too: the remote path, fetching the logs back, for real)
+        "    evalhost:\n      ansible_connection: local\n      ansible_python_interpreter: %s\n"
+        % (VENV_BIN / "python", VENV_BIN / "python")
     )
     return path
 
@@ -234,6 +236,28 @@ def test_the_service_check_refuses_a_wrong_served_name(inventory, endpoint, tmp_
     assert proc.returncode != 0
     assert "models check failed: the endpoint lists ['%s'], not kimi-k3" % SERVED in " ".join(output.split())
     assert not list((tmp_path / "wrong").glob("*/*.eval"))  # no benchmark ran
+
+
+def test_a_remote_evaluation_host_runs_inspect_and_its_logs_come_back(inventory, endpoint, tmp_path):
+    remote = tmp_path / "remote"
+    proc, output = evaluate(
+        inventory,
+        endpoint,
+        tmp_path / "runs",
+        "remote",
+        evaluate_host="evalhost",
+        evaluate_remote_dir=str(remote),
+        evaluate_benchmarks=["toolcall"],
+        evaluate_gates={"toolcall": 0},
+    )
+    assert proc.returncode == 0, output[-6000:]
+    (written,) = sorted((remote / "remote" / "toolcall").glob("*.eval"))
+    kept = tmp_path / "runs" / "remote" / "toolcall" / written.name
+    assert kept.read_bytes() == written.read_bytes()
+    (score,) = json.loads((tmp_path / "runs" / "remote" / "scores.json").read_text())["scores"]
+    assert (score["log"], score["kept"], score["accuracy"]) == (str(written), str(kept), 0.25)
+    assert (remote / "remote" / "tasks" / "kimi_evals" / "tasks.py").is_file()
+    assert not (tmp_path / "runs" / "remote" / "tasks").exists()
 
 
 def test_check_mode_plans_and_shows_the_front_door_commands_touching_nothing(tmp_path):

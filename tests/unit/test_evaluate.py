@@ -358,6 +358,13 @@ def test_an_unfinished_run_fails_its_gate_with_the_retry_command():
     assert message.endswith("`inspect eval-retry /r/ocrbench/x.eval`")
 
 
+def test_a_remote_run_names_its_host_and_the_logs_kept_on_the_controller():
+    (message,) = ev.gate_failures(scores("ocrbench-error"), {}, "/runs/r1", "k3-front")
+    assert "logs in /runs/r1/ocrbench; resume it on k3-front with `inspect eval-retry /r/ocrbench/x.eval`" in message
+    (kept,) = ev.kept_logs(scores("toolcall"), "/runs/r1/")
+    assert (kept["log"], kept["kept"]) == ("/r/toolcall/x.eval", "/runs/r1/toolcall/x.eval")
+
+
 @pytest.mark.parametrize(
     "gates,needle",
     [
