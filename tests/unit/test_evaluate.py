@@ -6,10 +6,12 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, skip_or_fail
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _evaluate as ev
 
@@ -602,3 +604,70 @@ def test_settings_are_not_mutated():
     settings = copy.deepcopy(SETTINGS)
     ev.eval_runs(settings)
     assert settings == SETTINGS
+
+
+# The hub's parquet layouts need pyarrow: read in the eval venv, which has it.
+PARQUET_LAYOUTS = """
+import io, json, os, sys
+sys.path.insert(0, sys.argv[1])
+import pyarrow as pa, pyarrow.parquet as pq
+from PIL import Image
+from kimi_evals import formats
+root = sys.argv[2]
+png = io.BytesIO(); Image.new("RGB", (8, 8), "white").save(png, "PNG"); png = png.getvalue()
+os.makedirs(root + "/ocr/data"); os.makedirs(root + "/mmmu/vision")
+img = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+text = pa.string()
+pq.write_table(pa.table(
+    {"dataset": ["HME100k"], "question": ["Write it."],
+     "question_type": ["Handwritten Mathematical Expression Recognition"],
+     "answer": [["x+1"]], "image": [{"bytes": png, "path": None}]},
+    schema=pa.schema([("dataset", text), ("question", text), ("question_type", text), ("answer", pa.list_(text)),
+                      ("image", img)])), root + "/ocr/data/test-00000-of-00001.parquet")
+pq.write_table(pa.table(
+    {"id": ["test_Art_1"], "image": [{"bytes": png, "path": "a.png"}], "options": ["['red', 'blue', 'green']"],
+     "answer": ["B"], "subject": ["Art"]},
+    schema=pa.schema([("id", text), ("image", img), ("options", text), ("answer", text), ("subject", text)])),
+    root + "/mmmu/vision/test-00000-of-00002.parquet")
+out = {"ocr": formats.ocrbench_records(root + "/ocr"), "mmmu": formats.mmmu_pro_records(root + "/mmmu")}
+for records in out.values():
+    for r in records:
+        r["image"] = [r["image"][0], r["image"][1] == png]
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+def test_the_hub_parquet_layouts_are_read(tmp_path):
+    python = ROOT / ".venv" / "eval" / "bin" / "python"
+    if not python.exists():
+        skip_or_fail("no .venv/eval (tools/venvs.sh eval builds it)")
+    proc = subprocess.run(
+        [str(python), "-c", PARQUET_LAYOUTS, str(K3_EVALS.parent), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "ocr": [
+            {
+                "id": "0",
+                "question": "Write it.",
+                "answers": ["x+1"],
+                "dataset": "HME100k",
+                "type": "Handwritten Mathematical Expression Recognition",
+                "image": ["bytes", True],
+            }
+        ],
+        "mmmu": [
+            {
+                "id": "test_Art_1",
+                "options": ["red", "blue", "green"],
+                "answer": "B",
+                "subject": "Art",
+                "image": ["bytes", True],
+            }
+        ],
+    }
