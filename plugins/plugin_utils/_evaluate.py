@@ -365,8 +365,11 @@ def newest_logs(found, runs_results=None):
     ends = {}
     for result in (runs_results or {}).get("results", []) if isinstance(runs_results, dict) else runs_results or []:
         run = result.get("item") or {}
-        tail = (result.get("stderr") or result.get("msg") or "").strip().splitlines()[-5:]
-        ends[run.get("benchmark")] = "inspect exited %s: %s" % (result.get("rc"), " / ".join(tail) or "no output")
+        # The last line of inspect's output: the exception that ended it (a traceback's end).
+        lines = [
+            line.strip() for line in (result.get("stderr") or result.get("msg") or "").splitlines() if line.strip()
+        ]
+        ends[run.get("benchmark")] = "inspect exited %s: %s" % (result.get("rc"), lines[-1] if lines else "no output")
     out, missing = [], []
     for result in found:
         run = result.get("item") or {}

@@ -231,6 +231,28 @@ def test_an_unfinished_run_is_retried_then_fails_as_unfinished(inventory, endpoi
     assert len(list((tmp_path / "dead" / "ocrbench").glob("*.eval"))) == 2  # the run and its eval-retry
 
 
+def test_a_missing_dataset_fails_naming_the_benchmark_and_the_path(inventory, endpoint, tmp_path):
+    proc, output = evaluate(
+        inventory,
+        endpoint,
+        tmp_path,
+        "nodata",
+        evaluate_benchmarks=["mmmu_pro"],
+        evaluate_datasets={"mmmu_pro": str(tmp_path / "MMMU_Pro")},
+        evaluate_check_service=False,
+    )
+    assert proc.returncode != 0
+    assert (
+        "MMMU Pro wrote no log in %s: inspect exited 1: "
+        "kimi_evals.formats.DatasetError: MMMU Pro dataset %s does not exist"
+        % (
+            tmp_path / "nodata" / "mmmu_pro",
+            tmp_path / "MMMU_Pro",
+        )
+        in " ".join(output.split())
+    )
+
+
 def test_the_service_check_refuses_a_wrong_served_name(inventory, endpoint, tmp_path):
     proc, output = evaluate(inventory, endpoint, tmp_path, "wrong", evaluate_served_model_name="kimi-k3")
     assert proc.returncode != 0

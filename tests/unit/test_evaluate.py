@@ -321,8 +321,7 @@ def test_newest_log_is_picked_and_a_missing_log_names_the_benchmark():
     with pytest.raises(ev.EvaluateError) as err:
         ev.newest_logs(empty, ran)
     assert str(err.value) == (
-        "OCRBench wrote no log in /r/ocrbench: inspect exited 1: "
-        "Traceback / DatasetError: OCRBench dataset /d does not exist"
+        "OCRBench wrote no log in /r/ocrbench: inspect exited 1: DatasetError: OCRBench dataset /d does not exist"
     )
 
 
