@@ -125,9 +125,9 @@ test: venv venv-vllm venv-bench venv-eval lint
 	command -v chromium >/dev/null || tools/apt_install.sh chromium
 	# The tiny model: the sandbox's, and the one the benchmark and evaluation playbooks run against.
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
-	# The table-driven suites are independent: one worker per core (a module that starts a vLLM
-	# server keeps its tests on one worker: xdist_group).
-	$(BIN)/pytest -n auto --dist loadgroup tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	# The table-driven suites are independent: one worker per core, a test file per worker at a
+	# time (a module that starts one vLLM server for its tests keeps them on one worker).
+	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia

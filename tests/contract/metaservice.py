@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import http.client
 import json
 import os
@@ -153,6 +154,21 @@ def _stop(service: MetaService, grace: float) -> None:
         process.wait(timeout=30)
 
 
+# memcache_hybrid allows one MetaService per machine (a lock file under /tmp): tests that start one
+# take this lock first, so that pytest-xdist workers start theirs one after the other.
+MACHINE_LOCK = Path(tempfile.gettempdir()) / "k3-tests-metaservice.lock"
+
+
+@contextlib.contextmanager
+def one_metaservice_at_a_time() -> Iterator[None]:
+    with open(MACHINE_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def run_metaservice(
     config_path: str | os.PathLike[str],
@@ -168,6 +184,11 @@ def run_metaservice(
     Raises MetaServiceError with the process's output and log files if it exits or does not
     answer within `timeout` seconds, or if it died while the caller used it.
     """
+    with one_metaservice_at_a_time():
+        yield from _run_metaservice(config_path, health_url, timeout, python=python, stop_grace=stop_grace, env=env)
+
+
+def _run_metaservice(config_path, health_url, timeout, *, python, stop_grace, env):
     config_path = Path(config_path).resolve()
     settings = parse_conf(config_path.read_text(encoding="utf-8"))
     log_dir = Path(settings.get(LOG_PATH_KEY, DEFAULT_LOG_PATH)) / "logs"

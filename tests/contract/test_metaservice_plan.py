@@ -17,7 +17,7 @@ import time
 
 import pytest
 from conftest import ROOT, skip_or_fail
-from metaservice import http_get, parse_conf
+from metaservice import http_get, one_metaservice_at_a_time, parse_conf
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import build_plan
 
@@ -77,6 +77,11 @@ def test_rendered_config_runs_the_real_metaservice(tmp_path):
     env = dict(os.environ)
     env.update(meta["env"])
     env["PATH"] = "%s:%s" % (SERVICES_BIN, env["PATH"])
+    with one_metaservice_at_a_time():
+        run_rendered(meta, env, tmp_path)
+
+
+def run_rendered(meta, env, tmp_path):
     proc = subprocess.Popen(
         meta["argv"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )

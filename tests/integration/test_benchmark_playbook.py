@@ -24,8 +24,7 @@ import pytest
 from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail
 from pngread import read_png
 
-# One server for the module: its tests stay on one pytest-xdist worker (make test: --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("benchmark-vllm-server")
+# One server for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18101
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
 VLLM_VENV = ROOT / ".venv" / "vllm"

@@ -24,8 +24,7 @@ import urllib.request
 import pytest
 from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail, write_sandbox_inventory
 
-# One vLLM for the module: under pytest -n auto --dist loadgroup its tests stay on one worker.
-pytestmark = pytest.mark.xdist_group("evaluate_playbook")
+# One vLLM for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18102
 SERVED = "kimi-k3-sandbox"
 KEY = "k3-eval-test-key-7f3a9c"  # vLLM runs without --api-key: it accepts the header, the test tracks the key
