@@ -48,28 +48,23 @@ VLLM_METRICS = (
     "vllm:e2e_request_latency_seconds_bucket",
     "vllm:request_queue_time_seconds_bucket",
 )
-ROUTER_METRICS = (
-    "vllm_router_worker_health",
-    "vllm_router_processed_requests_total",
-    "vllm_router_pd_requests_total",
-    "vllm_router_pd_request_duration_seconds_bucket",
+# Each counts failed requests its own way: by route and error type (regular mode), by P/D error
+# type, by prefill or decode worker (plain P/D mode counts only these two). Each appears in
+# /metrics only after its first error. No two of them share a label set, so one selector can
+# take their rates together.
+ROUTER_ERROR_COUNTERS = (
     "vllm_router_request_errors_total",
     "vllm_router_pd_errors_total",
     "vllm_router_pd_prefill_errors_total",
     "vllm_router_pd_decode_errors_total",
 )
-# Each counts failed requests its own way: by route and error type (regular mode), by P/D error
-# type, by prefill or decode worker (plain P/D mode counts only these two). Each appears in
-# /metrics only after its first error. No two of them share a label set, so one selector can
-# take their rates together.
-ROUTER_ERRORS = '{__name__=~"%s"}' % "|".join(
-    (
-        "vllm_router_request_errors_total",
-        "vllm_router_pd_errors_total",
-        "vllm_router_pd_prefill_errors_total",
-        "vllm_router_pd_decode_errors_total",
-    )
-)
+ROUTER_ERRORS = '{__name__=~"%s"}' % "|".join(ROUTER_ERROR_COUNTERS)
+ROUTER_METRICS = (
+    "vllm_router_worker_health",
+    "vllm_router_processed_requests_total",
+    "vllm_router_pd_requests_total",
+    "vllm_router_pd_request_duration_seconds_bucket",
+) + ROUTER_ERROR_COUNTERS
 
 DEFAULT_THRESHOLDS = {
     "down_for": "1m",
