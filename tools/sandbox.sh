@@ -67,7 +67,7 @@ TIMEOUT=${K3SB_TIMEOUT:-120}
 STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
 # A container's console when its orderly halt went wrong (see stop_hosts).
 HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency failed for.*(halt|poweroff)[.]target'
-RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
+RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
 # More read-only folders for every host, at the same path (e.g. a test package repository).
 read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
 # The hosts have no route out: their distribution's mirror is a local one, when there is one.
