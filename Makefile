@@ -114,6 +114,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/yamllint --strict .
 	$(BIN)/ansible-lint --nocolor
+	$(BIN)/antsibull-changelog lint
 
 # Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
 # hosts; the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test
