@@ -437,6 +437,13 @@ def test_judges_on_recorded_answers():
     refused = {"error": {"message": "top_p must be in (0, 1], got 1.5.", "code": 400}}
     assert service_check.judge_refused(400, refused, "", "top_p=1.5")[0] is True
     assert "may drop the parameter" in service_check.judge_refused(200, {"choices": []}, "", "top_p=1.5")[1]
+    # vllm-router (P/D mode, the sandbox's front door) validates the body itself: 422, plain text (recorded).
+    router = (
+        "Failed to deserialize the JSON body into the target type: reasoning_effort: unknown variant "
+        "`not-an-effort`, expected one of `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max` at line 1 column 120"
+    )
+    assert service_check.judge_refused(422, None, router, "reasoning_effort=not-an-effort")[0] is True
+    assert service_check.judge_refused(404, None, "not found", "reasoning_effort=not-an-effort")[0] is False
     assert service_check.judge_max_model_len(None, {"ocrbench": 8192})[0] is True
     assert service_check.judge_max_model_len(286720, {"toolcall": 32768, "mmmu_pro": 96000})[0] is True
     answer = {

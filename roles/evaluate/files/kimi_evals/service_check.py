@@ -12,8 +12,8 @@ what the benchmarks measure):
   sampling          a chat completion with temperature 1.0, top-p 1.0, reasoning_effort max and the
                     thinking switch is answered, within max_tokens
   max_tokens        max_tokens=1 gives at most one completion token (the limit is honoured)
-  top_p_validated   top_p=1.5 is refused with 400 (the server reads top_p instead of dropping it)
-  effort_validated  an unknown reasoning_effort is refused with 400 (the server reads it)
+  top_p_validated   top_p=1.5 is refused with 400 or 422 (the server reads top_p instead of dropping it)
+  effort_validated  an unknown reasoning_effort is refused with 400 or 422 (the server reads it)
   stream            a streamed completion sends chunks, its usage and [DONE]
   tools             a request with tools and tool_choice auto is accepted (auto tool choice and a
                     tool-call parser are enabled)
@@ -118,7 +118,8 @@ def judge_completion(status, answer, text, max_tokens):
 
 
 def judge_refused(status, answer, text, what):
-    if status == 400:
+    # vLLM answers 400; vllm-router, which parses the request first, answers 422 (its validation).
+    if status in (400, 422):
         return True, "refused: %s" % _error(answer, text)[:120]
     return False, "%s was not refused (status %s): the endpoint may drop the parameter" % (what, status)
 
