@@ -440,7 +440,8 @@ def test_judges_on_recorded_answers():
     # vllm-router (P/D mode, the sandbox's front door) validates the body itself: 422, plain text (recorded).
     router = (
         "Failed to deserialize the JSON body into the target type: reasoning_effort: unknown variant "
-        "`not-an-effort`, expected one of `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max` at line 1 column 120"
+        "`not-an-effort`, expected one of `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max` "
+        "at line 1 column 120"
     )
     assert service_check.judge_refused(422, None, router, "reasoning_effort=not-an-effort")[0] is True
     assert service_check.judge_refused(404, None, "not found", "reasoning_effort=not-an-effort")[0] is False
