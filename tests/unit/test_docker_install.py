@@ -9,21 +9,20 @@ from ansible_collections.kimi_k3.serving.plugins.filter.container import FilterM
 
 PLAN = FilterModule().filters()["docker_install_plan"]
 
+
 # Facts as `setup: gather_subset=[min]` reports them on each distribution.
-BOOKWORM = {"os_family": "Debian", "distribution": "Debian", "distribution_release": "bookworm",
-            "distribution_major_version": "12"}  # fmt: skip
-NOBLE = {"os_family": "Debian", "distribution": "Ubuntu", "distribution_release": "noble",
-         "distribution_major_version": "24"}  # fmt: skip
-RHEL9 = {"os_family": "RedHat", "distribution": "RedHat", "distribution_release": "Plow",
-         "distribution_major_version": "9"}  # fmt: skip
-ROCKY8 = {"os_family": "RedHat", "distribution": "Rocky", "distribution_release": "Green Obsidian",
-          "distribution_major_version": "8"}  # fmt: skip
-OPENEULER = {"os_family": "RedHat", "distribution": "openEuler", "distribution_release": "LTS-SP4",
-             "distribution_major_version": "22"}  # fmt: skip
-ORACLE = {"os_family": "RedHat", "distribution": "OracleLinux", "distribution_release": "",
-          "distribution_major_version": "9"}  # fmt: skip
-SUSE = {"os_family": "Suse", "distribution": "SLES", "distribution_release": "5",
-        "distribution_major_version": "15"}  # fmt: skip
+def facts(family, distribution, release, major):
+    return {"os_family": family, "distribution": distribution, "distribution_release": release,
+            "distribution_major_version": major}  # fmt: skip
+
+
+BOOKWORM = facts("Debian", "Debian", "bookworm", "12")
+NOBLE = facts("Debian", "Ubuntu", "noble", "24")
+RHEL9 = facts("RedHat", "RedHat", "Plow", "9")
+ROCKY8 = facts("RedHat", "Rocky", "Green Obsidian", "8")
+OPENEULER = facts("RedHat", "openEuler", "LTS-SP4", "22")
+ORACLE = facts("RedHat", "OracleLinux", "", "9")
+SUSE = facts("Suse", "SLES", "5", "15")
 
 
 @pytest.mark.parametrize(
