@@ -288,6 +288,10 @@ def test_check_mode_plans_and_shows_the_front_door_commands_touching_nothing(tmp
         "evaluate_runs_dir": str(tmp_path / "runs"),
         "evaluate_run_name": "dry",
         "k3_plan_dir": str(tmp_path / "plan"),
+        # The sandbox inventory runs ToolCall alone with a short answer (its group_vars): all three here.
+        "evaluate_benchmarks": ["ocrbench", "mmmu_pro", "toolcall"],
+        "evaluate_max_tokens": {},
+        "evaluate_check_reasoning": True,
     }
     proc = subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "evaluate.yml"), "-i", str(inventory), "--check"]
