@@ -57,7 +57,7 @@ context() {
   # An installed collection (MANIFEST.json, FILES.json and its files) is a collection artifact as
   # Galaxy serves it, once tarred: ansible-galaxy installs it offline and checks FILES.json.
   for c in "${COLLECTIONS[@]}"; do
-    tar -C "$BUNDLED/$c" --exclude=__pycache__ -czf "$files/${c/\//-}.tar.gz" .
+    (cd "$BUNDLED/$c" && tar --exclude=__pycache__ -czf "$files/${c/\//-}.tar.gz" -- *)
   done
   "$BUILDER" create -f execution-environment.yml -c "$WORK/context" >/dev/null
   log "build context in $WORK/context"
