@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
-import tarfile
 
 import pytest
 import yaml
+from awx_jobs import awx, project_sync_collections, run_job
 from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env
 
 sys.path.insert(0, str(ROOT / ".collections"))
@@ -33,20 +32,8 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # n
     survey_question,
 )
 
-BUNDLED = ROOT / ".venv" / "ansible" / "lib" / "python3.12" / "site-packages" / "ansible_collections"
 OPERATIONS = yaml.safe_load((ROOT / "playbooks" / "vars" / "operations.yml").read_text())
 QUESTION_TYPE = {"int": "integer", "float": "float", "str": "text", "path": "text"}
-
-
-def awx(*args, env=None, check=True):
-    return subprocess.run(
-        [str(VENV_BIN / "python"), str(ROOT / "tools" / "awx.py"), *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=check,
-        cwd=ROOT,
-        env=env or ansible_env(),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -201,50 +188,7 @@ def test_apply_names_what_it_needs_and_puts_no_secret_in_an_argument(tmp_path):
 
 @pytest.fixture(scope="module")
 def collections(tmp_path_factory):
-    """The project sync's collections (collections/requirements.yml and their dependencies),
-    installed offline from tarballs of the pinned `ansible` bundle (Galaxy is not reachable here)."""
-    tmp = tmp_path_factory.mktemp("awx-collections")
-    env = ansible_env()
-    requirements = yaml.safe_load((ROOT / "collections" / "requirements.yml").read_text())["collections"]
-    tarballs = []
-    names = [req["name"] for req in requirements]
-    for full in names:  # and their dependencies (community.docker's), as Galaxy would resolve them
-        manifest = json.loads((BUNDLED / full.replace(".", "/") / "MANIFEST.json").read_text())
-        names += [dep for dep in manifest["collection_info"].get("dependencies") or {} if dep not in names]
-        namespace, name = full.split(".")
-        source = BUNDLED / namespace / name
-        tarball = tmp / ("%s-%s.tar.gz" % (namespace, name))
-        with tarfile.open(tarball, "w:gz") as tar:  # an installed collection, tarred, is what Galaxy serves
-            for item in sorted(source.iterdir()):
-                tar.add(item, arcname=item.name, filter=lambda m: None if "__pycache__" in m.name else m)
-        tarballs.append(tarball)
-    subprocess.run(
-        [VENV_BIN / "ansible-galaxy", "collection", "install", "--offline", "-p", tmp / "requirements", *tarballs],
-        check=True,
-        capture_output=True,
-        env=env,
-    )
-    return tmp
-
-
-def runner_env(home):
-    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own."""
-    return {"PATH": "%s:/usr/bin:/bin" % VENV_BIN, "HOME": str(home), "LANG": "C.UTF-8"}
-
-
-def run_job(operation, pdd, inventory, collections, *options):
-    laid = awx("job", operation, pdd, "-i", inventory, *options)
-    command = laid.stdout.strip().splitlines()[-1].split()
-    # What AWX's project sync leaves in the job's folder.
-    shutil.copytree(collections / "requirements", pdd / "requirements_collections", dirs_exist_ok=True)
-    return subprocess.run(
-        [str(VENV_BIN / command[0]), *command[1:]],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=runner_env(pdd.parent / "home"),
-        timeout=600,
-    )
+    return project_sync_collections(tmp_path_factory.mktemp("awx-collections"))
 
 
 def test_the_plan_job_template_runs_in_ansible_runner_as_awx_lays_it_out(collections, tmp_path):

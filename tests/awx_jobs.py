@@ -1,0 +1,72 @@
+"""AWX's jobs without an AWX: tools/awx.py lays out a job template's private data folder as AWX
+does, and the real ansible-runner runs it (tests/integration/test_awx.py, tests/cluster)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+
+import yaml
+from conftest import ROOT, VENV_BIN, ansible_env
+
+BUNDLED = ROOT / ".venv" / "ansible" / "lib" / "python3.12" / "site-packages" / "ansible_collections"
+
+
+def awx(*args, env=None, check=True):
+    return subprocess.run(
+        [str(VENV_BIN / "python"), str(ROOT / "tools" / "awx.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=check,
+        cwd=ROOT,
+        env=env or ansible_env(),
+    )
+
+
+def project_sync_collections(tmp):
+    """The project sync's collections (collections/requirements.yml and their dependencies),
+    installed offline into tmp/requirements from tarballs of the pinned `ansible` bundle (Galaxy
+    is not reachable here); returns tmp."""
+    env = ansible_env()
+    requirements = yaml.safe_load((ROOT / "collections" / "requirements.yml").read_text())["collections"]
+    tarballs = []
+    names = [req["name"] for req in requirements]
+    for full in names:  # and their dependencies (community.docker's), as Galaxy would resolve them
+        manifest = json.loads((BUNDLED / full.replace(".", "/") / "MANIFEST.json").read_text())
+        names += [dep for dep in manifest["collection_info"].get("dependencies") or {} if dep not in names]
+        namespace, name = full.split(".")
+        source = BUNDLED / namespace / name
+        tarball = tmp / ("%s-%s.tar.gz" % (namespace, name))
+        with tarfile.open(tarball, "w:gz") as tar:  # an installed collection, tarred, is what Galaxy serves
+            for item in sorted(source.iterdir()):
+                tar.add(item, arcname=item.name, filter=lambda m: None if "__pycache__" in m.name else m)
+        tarballs.append(tarball)
+    subprocess.run(
+        [VENV_BIN / "ansible-galaxy", "collection", "install", "--offline", "-p", tmp / "requirements", *tarballs],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    return tmp
+
+
+def runner_env(home):
+    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own."""
+    return {"PATH": "%s:/usr/bin:/bin" % VENV_BIN, "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+def run_job(operation, pdd, inventory, collections, *options):
+    laid = awx("job", operation, pdd, "-i", inventory, *options)
+    command = laid.stdout.strip().splitlines()[-1].split()
+    # What AWX's project sync leaves in the job's folder.
+    shutil.copytree(collections / "requirements", pdd / "requirements_collections", dirs_exist_ok=True)
+    return subprocess.run(
+        [str(VENV_BIN / command[0]), *command[1:]],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=runner_env(pdd.parent / "home"),
+        timeout=600,
+    )
