@@ -187,21 +187,21 @@ def _key(type_, **fields):
 
 def awx_assets(root, settings=None, contract=None):
     """The AWX objects, in awxkit's import layout."""
-    s = _merge(DEFAULT_SETTINGS, settings)
+    conf = _merge(DEFAULT_SETTINGS, settings)
     data = load_operations(root)
     operations = data.get("operations") or {}
-    prefix = s["prefix"]
+    prefix = conf["prefix"]
 
-    org = _key("organization", name=s["organization"])
-    ee = _key("execution_environment", name=s["execution_environment"]["name"])
-    project = _key("project", organization=org, name=s["project"]["name"])
-    inventory = _key("inventory", organization=org, name=s["inventory"]["name"])
+    org = _key("organization", name=conf["organization"])
+    ee = _key("execution_environment", name=conf["execution_environment"]["name"])
+    project = _key("project", organization=org, name=conf["project"]["name"])
+    inventory = _key("inventory", organization=org, name=conf["inventory"]["name"])
     types = {kind: _key("credential_type", name=n, kind=k) for kind, (n, k) in MANAGED_TYPES.items()}
     types["api_key"] = _key("credential_type", name=API_KEY_TYPE["name"], kind=API_KEY_TYPE["kind"])
     creds = {}
     credentials = []
     for kind in ("machine", "vault", "api_key"):
-        conf = s["credentials"][kind]
+        conf = conf["credentials"][kind]
         creds[kind] = _key("credential", organization=org, name=conf["name"], credential_type=types[kind])
         inputs = {"username": conf["username"]} if kind == "machine" else {}
         credentials.append(
@@ -293,13 +293,13 @@ def awx_assets(root, settings=None, contract=None):
         )
 
     return {
-        "organizations": [{"name": s["organization"], "description": "Kimi-K3 serving on vLLM", "natural_key": org}],
+        "organizations": [{"name": conf["organization"], "description": "Kimi-K3 serving on vLLM", "natural_key": org}],
         "credential_types": [dict(API_KEY_TYPE, natural_key=types["api_key"])],
         "credentials": credentials,
         "execution_environments": [
             {
-                "name": s["execution_environment"]["name"],
-                "image": s["execution_environment"]["image"],
+                "name": conf["execution_environment"]["name"],
+                "image": conf["execution_environment"]["image"],
                 "pull": "missing",
                 "description": (
                     "ansible-core, ansible-runner, kimi_k3.serving and what its playbooks import"
@@ -310,12 +310,12 @@ def awx_assets(root, settings=None, contract=None):
         ],
         "projects": [
             {
-                "name": s["project"]["name"],
+                "name": conf["project"]["name"],
                 "description": "The collection's repository: its playbooks, profiles and inventories.",
                 "organization": org,
                 "scm_type": "git",
-                "scm_url": s["project"]["scm_url"],
-                "scm_branch": s["project"]["scm_branch"],
+                "scm_url": conf["project"]["scm_url"],
+                "scm_branch": conf["project"]["scm_branch"],
                 "scm_update_on_launch": True,
                 "default_environment": ee,
                 "natural_key": project,
@@ -323,7 +323,7 @@ def awx_assets(root, settings=None, contract=None):
         ],
         "inventory": [
             {
-                "name": s["inventory"]["name"],
+                "name": conf["inventory"]["name"],
                 "description": "The deployment's hosts, from a file of the project.",
                 "organization": org,
                 "variables": "",
@@ -332,17 +332,17 @@ def awx_assets(root, settings=None, contract=None):
         ],
         "inventory_sources": [
             {
-                "name": "%s from the project" % s["inventory"]["name"],
-                "description": s["inventory"]["source_path"],
+                "name": "%s from the project" % conf["inventory"]["name"],
+                "description": conf["inventory"]["source_path"],
                 "inventory": inventory,
                 "source": "scm",
                 "source_project": project,
-                "source_path": s["inventory"]["source_path"],
+                "source_path": conf["inventory"]["source_path"],
                 "overwrite": True,
                 "overwrite_vars": True,
                 "update_on_launch": True,
                 "natural_key": _key(
-                    "inventory_source", name="%s from the project" % s["inventory"]["name"], inventory=inventory
+                    "inventory_source", name="%s from the project" % conf["inventory"]["name"], inventory=inventory
                 ),
             }
         ],
