@@ -201,12 +201,12 @@ def awx_assets(root, settings=None, contract=None):
     creds = {}
     credentials = []
     for kind in ("machine", "vault", "api_key"):
-        conf = conf["credentials"][kind]
-        creds[kind] = _key("credential", organization=org, name=conf["name"], credential_type=types[kind])
-        inputs = {"username": conf["username"]} if kind == "machine" else {}
+        cred = conf["credentials"][kind]
+        creds[kind] = _key("credential", organization=org, name=cred["name"], credential_type=types[kind])
+        inputs = {"username": cred["username"]} if kind == "machine" else {}
         credentials.append(
             {
-                "name": conf["name"],
+                "name": cred["name"],
                 "description": {
                     "machine": "SSH to the deployment's hosts (its private key is the operator's to add).",
                     "vault": "The Ansible Vault password of the inventory's encrypted variables.",
