@@ -8,6 +8,7 @@ hosts do not exist: a run that got further would fail to connect instead).
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 
 import pytest
@@ -49,3 +50,23 @@ def test_a_good_value_passes_the_check():
     # teardown --check on hosts that do not exist: the check passes, then the plan runs.
     code, out = run("teardown", "-e", "confirm=no", "-e", "teardown_purge=false", "--check")
     assert "Check the variables of the operation: teardown" in out and "Plan the Kimi-K3 deployment" in out, out[-3000:]
+
+
+def test_a_given_no_is_refused_without_a_prompt_even_on_a_terminal(tmp_path):
+    """AWX runs jobs on a pseudo-terminal and its survey always sends confirm: a prompt would wait
+    forever. teardown with confirm=no, on a terminal (util-linux `script`), is refused at once."""
+    argv = [str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-i", str(INVENTORY), "-e", "confirm=no"]
+    argv += ["-e", "k3_plan_dir=%s" % (tmp_path / "plan")]
+    proc = subprocess.run(
+        ["script", "-qec", shlex.join(argv), "/dev/null"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ansible_env(),
+        check=False,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and "teardown not confirmed, nothing was changed" in out, out[-3000:]
+    assert "Type 'yes' to go on" not in out
