@@ -24,7 +24,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv venv-vllm venv-services venv-bench venv-eval sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: ee help venv venv-vllm venv-services venv-bench venv-eval sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -100,6 +100,11 @@ sandbox-ha-down:
 	$(SANDBOX_HA_ENV) tools/sandbox.sh down
 
 # Deploy time with 1, 2 and 4 engines and the idempotent re-run (figures, not a test).
+# The execution environment AWX runs the playbooks in, built with ansible-builder and podman
+# (a Debian trixie base image made here first): localhost/kimi-k3-ee:<version>.
+ee: venv
+	tools/ee.sh build
+
 bench-deploy: venv venv-vllm
 	tools/bench_deploy.sh
 
@@ -130,6 +135,8 @@ test: venv venv-vllm venv-bench venv-eval lint
 	# the install fails on a removed .deb, and apt-get update (then the install again) repairs it.
 	command -v dot >/dev/null || tools/apt_install.sh graphviz
 	command -v chromium >/dev/null || tools/apt_install.sh chromium
+	# podman, runc and debootstrap build the execution environment (tests/integration/test_execution_environment.py).
+	tools/ee.sh setup
 	# The tiny model: the sandbox's, and the one the benchmark and evaluation playbooks run against.
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	# The table-driven suites are independent: one worker per core, a test file per worker at a

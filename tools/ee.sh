@@ -2,6 +2,7 @@
 # The execution environment (AWX runs the playbooks inside it): built for real with ansible-builder
 # and podman from execution-environment.yml, on a base image made here (no registry is reachable:
 # a Debian trixie root filesystem from debootstrap, imported with `podman import`).
+#   tools/ee.sh setup    podman, runc and debootstrap on this machine, and podman's settings here
 #   tools/ee.sh base     the base image localhost/kimi-k3-ee-base:trixie (kept once made)
 #   tools/ee.sh context  the build context in .cache/ee/context (collection tarballs included)
 #   tools/ee.sh build    base, context, then `ansible-builder build`: localhost/kimi-k3-ee:<version>
@@ -22,6 +23,21 @@ COLLECTIONS=(community/docker community/general ansible/posix community/library_
 MIRROR=${K3_EE_MIRROR:-http://deb.debian.org/debian}
 
 log() { printf '[ee] %s\n' "$*" >&2; }
+
+# podman 4.3 from Debian works here with runc (crun cannot set rlimits in this kind of machine) and
+# explicit ulimits; both in a drop-in of its own.
+setup() {
+  command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null ||
+    tools/apt_install.sh podman runc debootstrap
+  mkdir -p /etc/containers/containers.conf.d
+  cat >/etc/containers/containers.conf.d/kimi-k3-ee.conf <<'CONF'
+# kimi_k3.serving (tools/ee.sh setup): runc, and ulimits a container here may set.
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+CONF
+}
 
 base() {
   if podman image exists "$BASE_IMAGE"; then
@@ -55,15 +71,17 @@ context() {
   "$BIN/ansible-galaxy" collection build --force --output-path "$files" . >/dev/null
   mv "$files/kimi_k3-serving-$VERSION.tar.gz" "$files/kimi_k3-serving.tar.gz"
   # An installed collection (MANIFEST.json, FILES.json and its files) is a collection artifact as
-  # Galaxy serves it, once tarred: ansible-galaxy installs it offline and checks FILES.json.
+  # Galaxy serves it, once tarred: ansible-galaxy installs it offline and checks FILES.json
+  # (tools/collection_tarball.py: FILES.json as the files the `ansible` wheel really ships).
   for c in "${COLLECTIONS[@]}"; do
-    (cd "$BUNDLED/$c" && tar --exclude=__pycache__ -czf "$files/${c/\//-}.tar.gz" -- *)
+    "$BIN/python" tools/collection_tarball.py "$BUNDLED/$c" "$files/${c/\//-}.tar.gz"
   done
   "$BUILDER" create -f execution-environment.yml -c "$WORK/context" >/dev/null
   log "build context in $WORK/context"
 }
 
 build() {
+  setup
   base
   context
   local started=$SECONDS
@@ -78,11 +96,12 @@ build() {
 }
 
 case "${1:-build}" in
+  setup) setup ;;
   base) base ;;
   context) context ;;
   build) build ;;
   *)
-    echo "usage: tools/ee.sh [base|context|build]" >&2
+    echo "usage: tools/ee.sh [setup|base|context|build]" >&2
     exit 2
     ;;
 esac
