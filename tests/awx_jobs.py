@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tarfile
 
 import yaml
 from conftest import ROOT, VENV_BIN, ansible_env
@@ -39,9 +38,7 @@ def project_sync_collections(tmp):
         namespace, name = full.split(".")
         source = BUNDLED / namespace / name
         tarball = tmp / ("%s-%s.tar.gz" % (namespace, name))
-        with tarfile.open(tarball, "w:gz") as tar:  # an installed collection, tarred, is what Galaxy serves
-            for item in sorted(source.iterdir()):
-                tar.add(item, arcname=item.name, filter=lambda m: None if "__pycache__" in m.name else m)
+        subprocess.run([VENV_BIN / "python", ROOT / "tools" / "collection_tarball.py", source, tarball], check=True)
         tarballs.append(tarball)
     subprocess.run(
         [VENV_BIN / "ansible-galaxy", "collection", "install", "--offline", "-p", tmp / "requirements", *tarballs],
