@@ -49,11 +49,6 @@ def project_sync_collections(tmp):
     return tmp
 
 
-def runner_env(home):
-    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own."""
-    return {"PATH": "%s:/usr/bin:/bin" % VENV_BIN, "HOME": str(home), "LANG": "C.UTF-8"}
-
-
 def run_job(operation, pdd, inventory, collections, *options):
     laid = awx("job", operation, pdd, "-i", inventory, *options)
     command = laid.stdout.strip().splitlines()[-1].split()
@@ -64,6 +59,38 @@ def run_job(operation, pdd, inventory, collections, *options):
         capture_output=True,
         text=True,
         check=False,
-        env=runner_env(pdd.parent / "home"),
+        env=runner_home_env(pdd.parent / "home"),
         timeout=600,
     )
+
+
+def runner_home_env(home):
+    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own."""
+    return {"PATH": "%s:/usr/bin:/bin" % VENV_BIN, "HOME": str(home), "LANG": "C.UTF-8"}
+
+
+def checkout_plan(inventory, folder):
+    """plan.json as the checkout's own playbooks/plan.yml writes it for ``inventory``."""
+    subprocess.run(
+        [VENV_BIN / "ansible-playbook", ROOT / "playbooks" / "plan.yml", "-i", inventory]
+        + ["-e", "k3_plan_dir=%s" % folder],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env=ansible_env(),
+    )
+    return json.loads((folder / "plan.json").read_text())
+
+
+def collection_roots(job):
+    """Where each collection a job used was loaded from: collection name -> folders (from its
+    events' task and role paths)."""
+    roots = {}
+    for event in (job / "artifacts").rglob("job_events/*.json"):
+        data = json.loads(event.read_text()).get("event_data", {})
+        for key in ("task_path", "role_path"):
+            path = data.get(key) or ""
+            if "/ansible_collections/" in path:
+                head, tail = path.split("/ansible_collections/", 1)
+                roots.setdefault(".".join(tail.split("/")[:2]), set()).add(head)
+    return roots

@@ -18,7 +18,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from awx_jobs import project_sync_collections, run_job
+from awx_jobs import collection_roots, project_sync_collections, run_job
 from sandbox_run import INVENTORY
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
@@ -40,19 +40,6 @@ def jobs(deployed, tmp_path_factory):
         return proc, root / operation
 
     return run
-
-
-def collection_roots(job):
-    """Where each collection the job used was loaded from (its events' task and role paths)."""
-    roots = {}
-    for event in (job / "artifacts").rglob("job_events/*.json"):
-        data = json.loads(event.read_text()).get("event_data", {})
-        for key in ("task_path", "role_path"):
-            path = data.get(key) or ""
-            if "/ansible_collections/" in path:
-                head, tail = path.split("/ansible_collections/", 1)
-                roots.setdefault(".".join(tail.split("/")[:2]), set()).add(head)
-    return roots
 
 
 def test_plan_and_verify_jobs_plan_the_deployment_and_prove_it_serves(jobs, deployed):

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
-from awx_jobs import awx, project_sync_collections, run_job
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env
+from awx_jobs import awx, checkout_plan, collection_roots, project_sync_collections, run_job
+from conftest import EXAMPLES, ROOT, ansible_env
 
 sys.path.insert(0, str(ROOT / ".collections"))
 
@@ -197,28 +196,11 @@ def test_the_plan_job_template_runs_in_ansible_runner_as_awx_lays_it_out(collect
     proc = run_job("plan", pdd, inventory, collections, "-e", json.dumps({"k3_plan_dir": str(tmp_path / "awx-plan")}))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert (pdd / "artifacts").is_dir() and "PLAY RECAP" in proc.stdout
-    # The collection came from the execution environment's folder, not from the project's link.
-    # The collection came from the project (its link back to itself, as ansible.cfg names it); the
-    # collections the project requires from the job's requirements_collections (the project sync's).
-    roots = {}
-    for event in (pdd / "artifacts").rglob("job_events/*.json"):
-        data = json.loads(event.read_text()).get("event_data", {})
-        for key in ("task_path", "role_path"):
-            path = data.get(key) or ""
-            if "/ansible_collections/" in path:
-                head, tail = path.split("/ansible_collections/", 1)
-                roots.setdefault(".".join(tail.split("/")[:2]), set()).add(head)
+    # The collection came from the project (its link back to itself, as ansible.cfg names it).
+    roots = collection_roots(pdd)
     assert roots["kimi_k3.serving"] == {str(pdd / "project" / ".collections")}, roots
-    subprocess.run(
-        [VENV_BIN / "ansible-playbook", ROOT / "playbooks" / "plan.yml", "-i", inventory]
-        + ["-e", "k3_plan_dir=%s" % (tmp_path / "checkout-plan")],
-        check=True,
-        capture_output=True,
-        cwd=ROOT,
-        env=ansible_env(),
-    )
     awx_plan = json.loads((tmp_path / "awx-plan" / "plan.json").read_text())
-    assert awx_plan["hosts"] and awx_plan == json.loads((tmp_path / "checkout-plan" / "plan.json").read_text())
+    assert awx_plan["hosts"] and awx_plan == checkout_plan(inventory, tmp_path / "checkout-plan")
     assert json.loads((pdd / "env" / "extravars").read_text()) == {"k3_plan_dir": str(tmp_path / "awx-plan")}
     assert (pdd / "env" / "extravars").stat().st_mode & 0o777 == 0o600
 
