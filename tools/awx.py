@@ -92,9 +92,8 @@ def inventory_script(source):
         check=True,
         cwd=ROOT,
     ).stdout
-    return "#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport json\nprint(json.dumps(%s))\n" % json.dumps(
-        json.loads(listed)
-    )
+    text = json.dumps(json.loads(listed), sort_keys=True)
+    return "#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nimport json\nprint(json.dumps(json.loads(%r)))\n" % text
 
 
 def job(args):

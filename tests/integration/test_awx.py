@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 
 import pytest
 import yaml
 from awx_jobs import awx, checkout_plan, collection_roots, project_sync_collections, run_job
-from conftest import EXAMPLES, ROOT, ansible_env
+from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, write_sandbox_inventory
 
 sys.path.insert(0, str(ROOT / ".collections"))
 
@@ -208,8 +209,21 @@ def test_the_plan_job_template_runs_in_ansible_runner_as_awx_lays_it_out(collect
 def test_a_job_with_survey_defaults_and_the_check_job_type_is_laid_out_as_awx_does(collections, tmp_path):
     """restart's survey defaults (restart_serial 1, confirm no) in env/extravars, --check from the job type."""
     pdd = tmp_path / "job"
-    awx("job", "restart", pdd, "-i", EXAMPLES / "nvidia-tp8" / "hosts.yml", "--check")
+    inventory = write_sandbox_inventory(tmp_path / "inventories" / "sandbox", "sandbox")
+    awx("job", "restart", pdd, "-i", inventory, "--check")
     assert json.loads((pdd / "env" / "extravars").read_text()) == {"restart_serial": 1, "confirm": "no"}
     assert (pdd / "env" / "cmdline").read_text() == "--check"
     assert (pdd / "project" / "playbooks" / "restart.yml").is_file()
+    # The inventory is a script that prints what ansible-inventory read from the source, values of
+    # every type included (the sandbox's group_vars hold booleans, numbers, lists and mappings).
+    listed = subprocess.run([pdd / "inventory" / "hosts"], capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        [VENV_BIN / "ansible-inventory", "-i", inventory, "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=ansible_env(),
+    ).stdout
+    assert json.loads(listed) == json.loads(source) and "false" in listed
     assert not (pdd / "project" / ".venv").exists()
