@@ -126,7 +126,8 @@ lint: venv
 # hosts with packaged test doubles); the fault and --limit tests on a deployed cluster; host preflight (a wrong
 # NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401 without one,
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints);
-# the day-two operations under load on the HA sandbox (0 failed requests).
+# monitoring with the real Prometheus; the AWX job templates through ansible-runner. The day-two
+# operations under load are make test-ha.
 test: venv venv-vllm venv-bench venv-eval lint
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
@@ -148,10 +149,9 @@ test: venv venv-vllm venv-bench venv-eval lint
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	# One host set and one deployment (with API keys) for both: tests/cluster_sandbox.py.
 	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
-	# The day-two operations under load on the HA sandbox (its hosts replace the sandbox's).
-	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
-# The day-two operations under load on the HA sandbox alone (about 20 minutes).
+# The day-two operations under load on the HA sandbox (about 20 minutes; not in make test: with it
+# the whole run passes the CI's 90 minutes on this two-core machine).
 test-ha: venv venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
