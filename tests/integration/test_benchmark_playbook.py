@@ -175,7 +175,9 @@ def test_the_spec_scenarios_and_a_sweep_run_through_the_playbook(first_run):
     assert "| sweep-c2 | vllm_bench | 2 |" in (run / "summary.md").read_text()
     assert said("| spec-8k-1k-c4 | ais_bench | 4 | 314/39 (scaled from 8192/1024) |", proc.stdout)
     # Nothing left on the load-generator host; the key in no file of the run and not in the output.
+    # (the run's folder and its async job files, beside it, are gone: the folder holds nothing).
     assert not (first_run["tmp"] / "remote" / "first").exists()
+    assert not list((first_run["tmp"] / "remote").iterdir())
     _no_key_in(run)
     assert KEY not in proc.stdout + proc.stderr
     print("benchmark run of %d points: %.0f s" % (len(names), proc.seconds))
