@@ -102,14 +102,20 @@ def deployed(sandbox_hosts):
 
 
 @pytest.fixture(scope="module")
-def cluster(deployed):
-    """The deployed sandbox, converged with site.yml unless the deployment has just been made."""
+def cluster(deployed, request):
+    """The deployed sandbox, converged with site.yml unless the deployment has just been made or
+    the module before left it converged."""
     if not deployed["converged"] or not deployed["deployed"]:
         playbook("site.yml")
         deployed["deployed"] = True
+    deployed["converged"] = True
+    failed_before = request.session.testsfailed
     try:
         yield deployed
     finally:
         clear_host_vars()
         # A module may leave a service stopped or a file changed: the next one converges first.
-        deployed["converged"] = False
+        # A module that declares LEAVES_CONVERGED (it changes nothing, or ends with the converging
+        # run it checks) spares the next one that run, unless one of its tests failed.
+        kept = getattr(request.module, "LEAVES_CONVERGED", False) and request.session.testsfailed == failed_before
+        deployed["converged"] = bool(kept)

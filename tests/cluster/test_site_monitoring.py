@@ -25,6 +25,8 @@ from secured_sandbox import request
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import monitoring
 
+# Its last change (an engine stopped) ends with the site.yml run that converges it again.
+LEAVES_CONVERGED = True
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 MON = "k3-sb-mon"
