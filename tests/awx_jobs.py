@@ -41,7 +41,9 @@ def project_sync_collections(tmp):
         subprocess.run([VENV_BIN / "python", ROOT / "tools" / "collection_tarball.py", source, tarball], check=True)
         tarballs.append(tarball)
     subprocess.run(
-        [VENV_BIN / "ansible-galaxy", "collection", "install", "--offline", "-p", tmp / "requirements", *tarballs],
+        # --force: without it ansible-galaxy finds them in the controller's venv and installs nothing.
+        [VENV_BIN / "ansible-galaxy", "collection", "install", "--offline", "--force", "-p", tmp / "requirements"]
+        + tarballs,
         check=True,
         capture_output=True,
         env=env,
@@ -65,8 +67,15 @@ def run_job(operation, pdd, inventory, collections, *options):
 
 
 def runner_home_env(home):
-    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own."""
-    return {"PATH": "%s:/usr/bin:/bin" % VENV_BIN, "HOME": str(home), "LANG": "C.UTF-8"}
+    """ansible-runner's environment on an execution node: no config of the checkout, a home of its own,
+    and no collection found on Python's path (the controller's venv holds the `ansible` bundle; an
+    execution environment has ansible-core alone)."""
+    return {
+        "PATH": "%s:/usr/bin:/bin" % VENV_BIN,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False",
+    }
 
 
 def checkout_plan(inventory, folder):

@@ -200,6 +200,11 @@ def test_the_plan_job_template_runs_in_ansible_runner_as_awx_lays_it_out(collect
     # The collection came from the project (its link back to itself, as ansible.cfg names it).
     roots = collection_roots(pdd)
     assert roots["kimi_k3.serving"] == {str(pdd / "project" / ".collections")}, roots
+    # The project sync's collections are in the job's folder (community.docker's dependency too).
+    synced = pdd / "requirements_collections" / "ansible_collections"
+    assert {"community/general", "community/docker", "ansible/posix", "community/library_inventory_filtering_v1"} <= {
+        "%s/%s" % (p.parent.name, p.name) for p in synced.glob("*/*")
+    }
     awx_plan = json.loads((tmp_path / "awx-plan" / "plan.json").read_text())
     assert awx_plan["hosts"] and awx_plan == checkout_plan(inventory, tmp_path / "checkout-plan")
     assert json.loads((pdd / "env" / "extravars").read_text()) == {"k3_plan_dir": str(tmp_path / "awx-plan")}
