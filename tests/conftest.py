@@ -32,9 +32,8 @@ def ansible_env():
     return env
 
 
-@functools.cache
-def inventory_input(path):
-    """Groups and host variables exactly as Ansible resolves them for ``path``."""
+def inventory_list(path):
+    """``ansible-inventory --list`` of ``path``, parsed."""
     out = subprocess.run(
         [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
         check=True,
@@ -43,7 +42,13 @@ def inventory_input(path):
         cwd=ROOT,
         env=ansible_env(),
     ).stdout
-    data = json.loads(out)
+    return json.loads(out)
+
+
+@functools.cache
+def inventory_input(path):
+    """Groups and host variables exactly as Ansible resolves them for ``path``."""
+    data = inventory_list(path)
     hostvars = data.get("_meta", {}).get("hostvars", {})
     groups = {}
 

@@ -44,10 +44,12 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # n
     survey_defaults,
 )
 
+# The file each credential type's secret input is read from (by the type's kind: Machine, Vault,
+# the collection's API-key type).
 SECRET_FILES = {
-    "machine": ("K3_AWX_SSH_KEY_FILE", "ssh_key_data"),
+    "ssh": ("K3_AWX_SSH_KEY_FILE", "ssh_key_data"),
     "vault": ("K3_AWX_VAULT_PASSWORD_FILE", "vault_password"),
-    "api_key": ("K3_AWX_API_KEY_FILE", "api_key"),
+    "cloud": ("K3_AWX_API_KEY_FILE", "api_key"),
 }
 
 
@@ -73,9 +75,8 @@ def apply(args):
     if not os.environ.get("CONTROLLER_HOST"):
         sys.exit("apply: set CONTROLLER_HOST (the AWX URL) and CONTROLLER_OAUTH_TOKEN (a token of an AWX user)")
     data = assets(args.settings)
-    kinds = [kind for kind in ("machine", "vault", "api_key")]
-    for kind, credential in zip(kinds, data["credentials"], strict=True):
-        variable, field = SECRET_FILES[kind]
+    for credential in data["credentials"]:
+        variable, field = SECRET_FILES[credential["credential_type"]["kind"]]
         if os.environ.get(variable):
             credential["inputs"][field] = Path(os.environ[variable]).read_text().rstrip("\n")
     awx = Path(sys.executable).parent / "awx"

@@ -22,7 +22,7 @@ import sys
 import pytest
 import yaml
 from awx_jobs import awx, checkout_plan, collection_roots, project_sync_collections, run_job
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, write_sandbox_inventory
+from conftest import EXAMPLES, ROOT, ansible_env, inventory_list, write_sandbox_inventory
 
 sys.path.insert(0, str(ROOT / ".collections"))
 
@@ -222,13 +222,5 @@ def test_a_job_with_survey_defaults_and_the_check_job_type_is_laid_out_as_awx_do
     # The inventory is a script that prints what ansible-inventory read from the source, values of
     # every type included (the sandbox's group_vars hold booleans, numbers, lists and mappings).
     listed = subprocess.run([pdd / "inventory" / "hosts"], capture_output=True, text=True, check=True).stdout
-    source = subprocess.run(
-        [VENV_BIN / "ansible-inventory", "-i", inventory, "--list"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=ansible_env(),
-    ).stdout
-    assert json.loads(listed) == json.loads(source) and "false" in listed
+    assert json.loads(listed) == inventory_list(inventory) and "false" in listed
     assert not (pdd / "project" / ".venv").exists()
