@@ -18,7 +18,7 @@ VENV_BIN = Path(sys.executable).parent
 EXAMPLES = ROOT / "inventories" / "examples"
 SPEC_DIR = ROOT.parent / "shared" / "spec"
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import planner  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner  # noqa: E402
 
 # The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``).
 pytest_plugins = ["secured_sandbox", "cluster_sandbox"]

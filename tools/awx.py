@@ -37,12 +37,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract  # noqa: E402
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # noqa: E402
     awx_assets,
     load_operations,
     survey_defaults,
 )
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract  # noqa: E402
 
 # The file each credential type's secret input is read from (by the type's kind: Machine, Vault,
 # the collection's API-key type).

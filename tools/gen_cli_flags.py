@@ -5,8 +5,8 @@
     .venv/ansible/bin/python tools/gen_cli_flags.py            # rewrite the data files
     .venv/ansible/bin/python tools/gen_cli_flags.py --check    # exit 1 if the committed data differs
 
-The data lives in plugins/module_utils/data/cli_flags_<program>.json and is read by
-plugins/module_utils/cli_flags.py. Each file has a header (program, version, how it was made)
+The data lives in plugins/plugin_utils/data/cli_flags_<program>.json and is read by
+plugins/plugin_utils/_cli_flags.py. Each file has a header (program, version, how it was made)
 and `flags`: every option string the program takes, mapped to whether it takes a value
 ("none", "optional" or "required"). Header keys read by the checker: `underscores` (the program
 reads `--a_b` as `--a-b`), `abbreviations` (the program completes a unique prefix; the checker
@@ -41,7 +41,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT / "plugins" / "module_utils" / "data"
+DATA_DIR = ROOT / "plugins" / "plugin_utils" / "data"
 VLLM_PYTHON = ROOT / ".venv" / "vllm" / "bin" / "python"
 ROUTER_BIN = ROOT / ".venv" / "services" / "bin" / "vllm-router"
 PROGRAMS = ("vllm", "vllm-router", "proxy")

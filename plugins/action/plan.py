@@ -9,10 +9,10 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_inputs import MONITORING_GROUP
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import write_files
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_report import REPORT_FILE, report_file
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_inputs import MONITORING_GROUP
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import write_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_report import REPORT_FILE, report_file
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import (
     FACT_VARIABLES,
     ROLE_GROUPS,
     PlanError,
@@ -20,7 +20,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import (
     build_plan,
     plan_files,
 )
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract
 
 
 class ActionModule(ActionBase):

@@ -1,10 +1,10 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filters over module_utils/ascend.py."""
+"""Filters over plugin_utils/_ascend.py."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.ascend import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._ascend import (
     ascend_prerequisites,
     duplicate_hccn_addresses,
     hccn_addresses,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.firewall import FirewallError, host_rules
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._firewall import FirewallError, host_rules
 
 
 def _firewall_rules(plan, host, client_networks=None, admin_networks=None):

@@ -2,14 +2,14 @@
 # Apache License 2.0
 """Filters that read a plan: a host's planned services, and the node 0 engines to restart.
 
-The logic is plain Python in module_utils/plan_access.py.
+The logic is plain Python in plugin_utils/_plan_access.py.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_access
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_access as plan_access
 
 
 def host_services(plan, host, kind=None, runtime=None, role=None, name=None, followers=None, needs_engines=None):

@@ -1,10 +1,10 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filter over module_utils/images.py."""
+"""Filter over plugin_utils/_images.py."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.images import image_differences
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._images import image_differences
 
 
 class FilterModule:

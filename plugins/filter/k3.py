@@ -1,12 +1,12 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filters over the recipes' formulas; the logic lives in module_utils/formulas.py."""
+"""Filters over the recipes' formulas; the logic lives in plugin_utils/_formulas.py."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import formulas
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _formulas as formulas
 
 
 def _wrap(func):

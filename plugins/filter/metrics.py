@@ -1,10 +1,10 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filter over module_utils/metrics.py."""
+"""Filter over plugin_utils/_metrics.py."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.metrics import metric_sum
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._metrics import metric_sum
 
 
 class FilterModule:

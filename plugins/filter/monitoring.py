@@ -1,12 +1,12 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filters over module_utils/monitoring.py: Prometheus' files and the dashboards, from the plan."""
+"""Filters over plugin_utils/_monitoring.py: Prometheus' files and the dashboards, from the plan."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _monitoring as monitoring
 
 
 def prometheus_file_sd(plan):

@@ -1,10 +1,10 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filter over module_utils/nvidia.py."""
+"""Filter over plugin_utils/_nvidia.py."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.nvidia import nvidia_prerequisites
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._nvidia import nvidia_prerequisites
 
 
 class FilterModule:

@@ -1,12 +1,12 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""kimi_k3.serving rolling-operation filters (logic in module_utils/rolling.py)."""
+"""kimi_k3.serving rolling-operation filters (logic in plugin_utils/_rolling.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import rolling
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _rolling as rolling
 
 
 def _plan(plan, name):

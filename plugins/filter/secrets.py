@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_auth import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_auth import (
     resolve_secret_env,
     secret_file_content,
 )
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import secret_keys
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import secret_keys
 
 
 def _secret_env(spec, keys):

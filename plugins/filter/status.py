@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import status
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _status as status
 
 
 def _status_report(plan, gathered, hosts=None, fact=None):

@@ -1,12 +1,12 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filters that turn a planned service into systemd unit parts (logic in module_utils/units.py)."""
+"""Filters that turn a planned service into systemd unit parts (logic in plugin_utils/_units.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _units as units
 
 
 def unit_exec_start(service, runtime, env_file, docker="/usr/bin/docker"):

@@ -1,10 +1,10 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filter over module_utils/weights.py."""
+"""Filter over plugin_utils/_weights.py."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.weights import manifest_differences
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._weights import manifest_differences
 
 
 class FilterModule:

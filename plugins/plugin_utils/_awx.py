@@ -62,7 +62,7 @@ API_KEY_TYPE = {
 MANAGED_TYPES = {"machine": ("Machine", "ssh"), "vault": ("Vault", "vault")}
 # Role options whose values are the keys of a data file (the role refuses any other, naming them).
 DATA_CHOICES = {
-    "benchmark_scenarios": (("plugins", "module_utils", "data", "benchmark_scenarios.yml"), "scenarios"),
+    "benchmark_scenarios": (("plugins", "plugin_utils", "data", "benchmark_scenarios.yml"), "scenarios"),
 }
 QUESTION_TYPES = {"int": "integer", "float": "float", "str": "text", "path": "text"}
 
@@ -167,7 +167,7 @@ def operation_variables(root, operation, contract=None):
     for name in operation.get("parameters") or []:
         decl = contract.get(name) if contract is not None else None
         if decl is None:
-            raise AwxError("%s is not declared in plugins/module_utils/data/variables.yml" % name)
+            raise AwxError("%s is not declared in plugins/plugin_utils/data/variables.yml" % name)
         out[name] = dict(decl.spec)
     return out
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils", "data")
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plugin_utils", "data")
 SCENARIO_FILE = os.path.join(DATA_DIR, "benchmark_scenarios.yml")
 TOOLS = ("ais_bench", "vllm_bench")
 DATASET_TYPES = ("synthetic", "prefix_cache")

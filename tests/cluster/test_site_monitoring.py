@@ -23,7 +23,7 @@ import yaml
 from sandbox_run import adhoc, playbook
 from secured_sandbox import request
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _monitoring as monitoring
 
 # Its last change (an engine stopped) ends with the site.yml run that converges it again.
 LEAVES_CONVERGED = True

@@ -3,7 +3,7 @@
 """Contract: the committed flag lists are what the real programs take today.
 
 tools/gen_cli_flags.py --check reads vLLM's serve parser (.venv/vllm) and `vllm-router --help`
-(.venv/services) again and compares with plugins/module_utils/data/cli_flags_*.json. The proxy is
+(.venv/services) again and compares with plugins/plugin_utils/data/cli_flags_*.json. The proxy is
 not installed here: its committed list is checked for its form, and its reader is checked on a
 small argparse script. Every flag of every example plan's vllm, router and proxy command is in
 the data and passes the checker.
@@ -20,7 +20,7 @@ import sys
 import pytest
 from conftest import ROOT, example_names, example_plan, skip_or_fail
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import cli_flags
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _cli_flags as cli_flags
 
 GENERATOR = ROOT / "tools" / "gen_cli_flags.py"
 VLLM_PY = ROOT / ".venv" / "vllm" / "bin" / "python"

@@ -25,7 +25,7 @@ from sandbox_run import claim_hosts, release_hosts, run
 from secured_sandbox import request
 from traffic import Traffic
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.metrics import metric_sum
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._metrics import metric_sum
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 

@@ -26,11 +26,11 @@ from conftest import EXAMPLES, ROOT, ansible_env, inventory_list, write_sandbox_
 
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract  # noqa: E402
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # noqa: E402
     AwxError,
     survey_question,
 )
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract  # noqa: E402
 
 OPERATIONS = yaml.safe_load((ROOT / "playbooks" / "vars" / "operations.yml").read_text())
 QUESTION_TYPE = {"int": "integer", "float": "float", "str": "text", "path": "text"}
@@ -90,7 +90,7 @@ def test_every_survey_question_is_a_declared_variable_with_its_type_and_choices(
             if kind == "list":
                 # benchmark_scenarios: the role refuses any name but the data file's scenarios.
                 if not choices:
-                    data = ROOT / "plugins" / "module_utils" / "data" / "benchmark_scenarios.yml"
+                    data = ROOT / "plugins" / "plugin_utils" / "data" / "benchmark_scenarios.yml"
                     choices = list(yaml.safe_load(data.read_text())["scenarios"])
                 assert question["type"] == "multiselect" and question["choices"] == choices
             elif kind == "bool":

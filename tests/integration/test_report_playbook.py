@@ -22,7 +22,7 @@ import pytest
 from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail, write_sandbox_inventory
 from pngread import read_png
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
 
 WINDOW = (1280, 1000)
 

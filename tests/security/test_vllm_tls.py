@@ -19,8 +19,8 @@ import pytest
 from conftest import ROOT
 from pki import make_pki
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_auth import secret_file_content
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_auth import secret_file_content
 
 VLLM = ROOT / ".venv" / "vllm" / "bin" / "vllm"
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"

@@ -1,4 +1,4 @@
-"""What the ascend role decides for a host (plugins/module_utils/ascend.py).
+"""What the ascend role decides for a host (plugins/plugin_utils/_ascend.py).
 
 Facts come from the real parser over recorded real outputs (tests/unit/fixtures/accelerator/ascend):
 npu-smi info of an A3 (8 NPUs x 2 dies, 25.2.1) and an A2 (8 x 910B3), driver/firmware version.info,
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import accelerator
-from ansible_collections.kimi_k3.serving.plugins.module_utils.ascend import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._ascend import (
     ascend_prerequisites,
     ascend_version_key,
     duplicate_hccn_addresses,

@@ -12,10 +12,10 @@ import json
 import pytest
 from conftest import EXAMPLES, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_auth import router_launcher_source
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_schema import validate_plan
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_auth import router_launcher_source
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import plan_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_schema import validate_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
 
 KEY = "sk-k3-unit-0a1b2c3d4e5f"
 OTHER = "sk-k3-unit-rotated-9z8y7x"

@@ -18,8 +18,8 @@ import pytest
 import yaml
 from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files, write_files
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import plan_files, write_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
 
 ALL = object()  # every host of the inventory
 

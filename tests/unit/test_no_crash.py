@@ -18,9 +18,10 @@ from conftest import EXAMPLES, example_names, inventory_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_report, planner
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, _Planner
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, _Planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract
 
 DECLARED = sorted(load_contract().by_name)
 GROUPS = list(planner.ROLE_GROUPS)

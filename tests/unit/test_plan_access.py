@@ -1,12 +1,12 @@
-"""Reading a plan (plugins/module_utils/plan_access.py): a host's services, the version refusal, node 0 restarts."""
+"""Reading a plan (plugins/plugin_utils/_plan_access.py): a host's services, the version refusal, node 0 restarts."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import example_names, example_plan
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_access
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PLAN_VERSION
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_access as plan_access
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PLAN_VERSION
 
 
 def svc(name, kind="vllm", runtime="host", role=None, after_started=(), needs_engines=False, image=None):

@@ -12,7 +12,9 @@ import copy
 import pytest
 from test_plan_schema import SANDBOX_ADDRESSES, SANDBOX_GROUPS, sandbox_plan
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import firewall, plan_schema, planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _firewall as firewall
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
 
 
 def inventory(monitoring=None, profile="sandbox-cpu", **watcher_vars):

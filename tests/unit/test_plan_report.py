@@ -1,6 +1,6 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""report.html and its picture (plugins/module_utils/plan_report.py), for every profile.
+"""report.html and its picture (plugins/plugin_utils/_plan_report.py), for every profile.
 
 The picture is checked as data (``topology``), as Graphviz source and, with ``dot`` installed (make
 test installs graphviz), as the SVG dot draws: every host and service named, the KV-cache edge
@@ -21,8 +21,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_input, sandbox_inventory_input, skip_or_fail
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_report
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import ROLE_GROUPS, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import ROLE_GROUPS, build_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
 PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yml") if not p.name.startswith("_"))

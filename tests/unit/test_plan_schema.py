@@ -1,6 +1,6 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""The plan contract (plugins/module_utils/data/plan-v1.schema.json, plan_schema.validate_plan)."""
+"""The plan contract (plugins/plugin_utils/data/plan-v1.schema.json, plan_schema.validate_plan)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import re
 import pytest
 from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import plan_schema, planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
 
 BACKENDS = ["builtin"] + (["jsonschema"] if plan_schema.jsonschema is not None else [])
 
@@ -92,7 +93,7 @@ def test_version_is_the_planners():
     schema = plan_schema.plan_schema()
     assert plan_schema.PLAN_SCHEMA_VERSION == planner.PLAN_VERSION == schema["properties"]["version"]["const"]
     assert plan_schema.PLAN_SCHEMA_FILE == "plan-v%d.schema.json" % planner.PLAN_VERSION
-    assert (ROOT / "plugins" / "module_utils" / "data" / plan_schema.PLAN_SCHEMA_FILE).is_file()
+    assert (ROOT / "plugins" / "plugin_utils" / "data" / plan_schema.PLAN_SCHEMA_FILE).is_file()
 
 
 def test_schema_is_a_valid_json_schema():

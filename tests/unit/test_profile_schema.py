@@ -1,6 +1,6 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""The profile contract (plugins/module_utils/data/profile.schema.json): unknown or unread keys are refused."""
+"""The profile contract (plugins/plugin_utils/data/profile.schema.json): unknown or unread keys are refused."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import formulas, plan_schema, planner, profiles
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _formulas as formulas
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _profiles as profiles
 
 BACKENDS = ["builtin"] + (["jsonschema"] if plan_schema.jsonschema is not None else [])
 PROFILE_DIR = ROOT / "profiles"
 FILES = sorted(p.name for p in PROFILE_DIR.glob("*.yml"))
-MODULE_UTILS = ROOT / "plugins" / "module_utils"
+PLUGIN_UTILS = ROOT / "plugins" / "plugin_utils"
 
 
 def schema():
@@ -86,7 +89,7 @@ def test_dcp_platforms_are_the_formulas():
 
 
 def test_parallelism_is_what_the_layout_knows():
-    layout = (MODULE_UTILS / "plan_layout.py").read_text(encoding="utf-8")
+    layout = (PLUGIN_UTILS / "_plan_layout.py").read_text(encoding="utf-8")
     for mode in service_schema()["properties"]["parallelism"]["enum"]:
         assert 'parallel == "%s"' % mode in layout, mode
 
@@ -95,8 +98,8 @@ def test_parallelism_is_what_the_layout_knows():
 # Every key the schema allows is read by something
 # --------------------------------------------------------------------------
 def planner_source():
-    names = ["planner.py", *(p.name for p in MODULE_UTILS.glob("plan_*.py") if p.name != "plan_schema.py")]
-    return "\n".join((MODULE_UTILS / n).read_text(encoding="utf-8") for n in sorted(names))
+    names = ["_planner.py", *(p.name for p in PLUGIN_UTILS.glob("_plan_*.py") if p.name != "_plan_schema.py")]
+    return "\n".join((PLUGIN_UTILS / n).read_text(encoding="utf-8") for n in sorted(names))
 
 
 def reads(source, variable, key):
@@ -107,7 +110,7 @@ def test_top_level_keys_are_read():
     source = planner_source()
     for key in schema()["properties"]:
         if key == "extends":
-            assert 'data.pop("extends"' in (MODULE_UTILS / "profiles.py").read_text(encoding="utf-8")
+            assert 'data.pop("extends"' in (PLUGIN_UTILS / "_profiles.py").read_text(encoding="utf-8")
             continue
         assert reads(source, "profile", key), "profile key %s: nothing in the planner reads it" % key
 
@@ -125,7 +128,7 @@ def test_service_keys_are_read():
 
 
 def test_container_and_shell_keys_are_read_by_the_unit():
-    units = (MODULE_UTILS / "units.py").read_text(encoding="utf-8")
+    units = (PLUGIN_UTILS / "_units.py").read_text(encoding="utf-8")
     container = service_schema()["properties"]["container"]["properties"]
     for key, sub in container.items():
         if sub.get("deprecated"):

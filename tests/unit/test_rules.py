@@ -7,7 +7,7 @@ import copy
 import pytest
 from conftest import EXAMPLES, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
 
 
 def example(name):

@@ -14,9 +14,9 @@ import pytest
 from conftest import EXAMPLES, inventory_input
 from pki import make_pki
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.plan_output import plan_files
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planner import PlanError, build_plan
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import plan_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
 
 TLS = {"k3_tls_cert": "/etc/kimi-k3/tls/server.pem", "k3_tls_key": "/etc/kimi-k3/tls/server.key"}
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.profiles import list_profiles, load_profile
-from ansible_collections.kimi_k3.serving.plugins.module_utils.variables import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._profiles import list_profiles, load_profile
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import (
     Declaration,
     Invalid,
     check_value,

@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import traceback
 
-from . import formulas
-from .plan_auth import AuthMixin
-from .plan_checks import ChecksMixin
-from .plan_inputs import FACT_VARIABLES, ROLE_GROUPS, InputsMixin
-from .plan_layout import LayoutMixin
-from .plan_model import PlanError, Problem
-from .plan_monitoring import MonitoringMixin
-from .plan_output import launch_script, plan_files, summary_table
-from .plan_render import RenderMixin
-from .profiles import Renderer, merge, with_variant
-from .variables import load_contract
+from . import _formulas as formulas
+from ._plan_auth import AuthMixin
+from ._plan_checks import ChecksMixin
+from ._plan_inputs import FACT_VARIABLES, ROLE_GROUPS, InputsMixin
+from ._plan_layout import LayoutMixin
+from ._plan_model import PlanError, Problem
+from ._plan_monitoring import MonitoringMixin
+from ._plan_output import launch_script, plan_files, summary_table
+from ._plan_render import RenderMixin
+from ._profiles import Renderer, merge, with_variant
+from ._variables import load_contract
 
 __all__ = [
     "FACT_VARIABLES",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import variables
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _variables as variables
 
 TABLE = "kimi_k3"
 

@@ -28,8 +28,8 @@ import re
 import shutil
 import subprocess
 
-from .profiles import argv_flags
-from .rolling import replica_groups
+from ._profiles import argv_flags
+from ._rolling import replica_groups
 
 REPORT_FILE = "report.html"
 GRAPHVIZ_PACKAGE = "graphviz"

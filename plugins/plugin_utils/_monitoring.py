@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
-from . import profiles
+from . import _profiles as profiles
 
 JOBS = ("vllm", "router", "metaservice")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from . import cli_flags
-from .profiles import ProfileError, list_profiles, load_profile, variant_names
-from .variables import Invalid, check_value
+from . import _cli_flags as cli_flags
+from ._profiles import ProfileError, list_profiles, load_profile, variant_names
+from ._variables import Invalid, check_value
 
 ROLE_GROUPS = ("router", "metaservice", "prefill", "decode", "engine")
 # The hosts whose Prometheus scrapes the deployment (roles/monitoring); they run no service of the plan.

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from . import formulas
-from .formulas import PlanValueError
-from .profiles import argv_flags
+from . import _formulas as formulas
+from ._formulas import PlanValueError
+from ._profiles import argv_flags
 
 
 class ChecksMixin:

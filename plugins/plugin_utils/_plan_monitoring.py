@@ -8,7 +8,7 @@ With a monitoring host in the inventory:
   default, 127.0.0.1, is out of another host's reach), with ``--prometheus-port`` (default 29000);
   its listener becomes a planned port (``metrics``), so the firewall guards it like the others;
 - the monitoring hosts are admitted to every planned port by the firewall (plan ``monitoring.hosts``);
-- ``monitoring.targets`` lists every metrics endpoint (module_utils/monitoring.py).
+- ``monitoring.targets`` lists every metrics endpoint (plugin_utils/_monitoring.py).
 
 Without one, nothing of the plan changes but an empty ``monitoring`` section.
 """
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from . import monitoring, profiles
-from .plan_inputs import MONITORING_GROUP
+from . import _monitoring as monitoring
+from . import _profiles as profiles
+from ._plan_inputs import MONITORING_GROUP
 
 
 class MonitoringMixin:

@@ -9,7 +9,7 @@ import os
 import shlex
 import tempfile
 
-from .units import shell_lines
+from ._units import shell_lines
 
 
 def launch_script(plan, host, service):

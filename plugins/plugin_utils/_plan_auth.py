@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 
-from .variables import secret_keys
+from ._variables import secret_keys
 
 AUTH_VARIABLE = "k3_api_key"
 ROUTER_LAUNCHER = "vllm-router-auth.py"

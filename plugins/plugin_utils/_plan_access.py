@@ -2,7 +2,7 @@
 # Apache License 2.0
 """Reading a plan: a host's planned services, and which node 0 services restart with their followers.
 
-Plain Python over the plan mapping (``plugins/module_utils/planner.py`` writes it); the filters
+Plain Python over the plan mapping (``plugins/plugin_utils/_planner.py`` writes it); the filters
 ``kimi_k3.serving.host_services`` and ``kimi_k3.serving.node0_restarts`` are thin shims over it.
 A plan that is missing, or that another version of the collection wrote, is refused with the fix.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .planner import PLAN_VERSION
+from ._planner import PLAN_VERSION
 
 PLAN_MISSING = (
     "no plan: run the plan first"

@@ -125,9 +125,9 @@ def _first_line(description):
 @functools.lru_cache(maxsize=4)
 def load_contract(root=None):
     root = root or collection_root()
-    data = _read_yaml(os.path.join(root, "plugins", "module_utils", "data", "variables.yml"))
+    data = _read_yaml(os.path.join(root, "plugins", "plugin_utils", "data", "variables.yml"))
     declarations = []
-    source = "plugins/module_utils/data/variables.yml"
+    source = "plugins/plugin_utils/data/variables.yml"
     for name, spec in (data.get("host") or {}).items():
         declarations.append(Declaration(name, spec, "host", source))
     for pname, spec in (data.get("parameters") or {}).items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.profiles import argv_flags, flag_key
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils._profiles import argv_flags, flag_key
 
 
 class RollingError(ValueError):

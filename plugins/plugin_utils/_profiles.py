@@ -36,8 +36,8 @@ from jinja2 import StrictUndefined, Undefined, meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .formulas import PlanValueError
-from .plan_schema import validate_profile
+from ._formulas import PlanValueError
+from ._plan_schema import validate_profile
 
 ARG_KEYS = ("args",)
 ENV_KEYS = ("env",)

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from .formulas import PlanValueError
-from .profiles import MissingVariable, ProfileError, merge_args, merge_env, render_args, render_env
+from ._formulas import PlanValueError
+from ._profiles import MissingVariable, ProfileError, merge_args, merge_env, render_args, render_env
 
 MISSING_FIXES = {
     "k3_nic": "set k3_nic on %s to the interface that owns its k3_ip (the NIC of the cluster network)",

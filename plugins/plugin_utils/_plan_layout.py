@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from . import formulas
-from .formulas import PlanValueError
-from .plan_model import coerce, var_name
-from .profiles import missing
+from . import _formulas as formulas
+from ._formulas import PlanValueError
+from ._plan_model import coerce, var_name
+from ._profiles import missing
 
 
 class LayoutMixin:
