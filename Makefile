@@ -121,6 +121,11 @@ lint: venv
 	$(BIN)/ansible-lint --nocolor
 	$(BIN)/antsibull-changelog lint
 
+# ansible-test sanity on a copy of the working tree (its exceptions, each with its reason:
+# tests/sanity/ignore-2.21.txt); about 70 seconds.
+sanity: venv
+	tools/ansible_test.sh
+
 # Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
 # hosts; the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test
 # hosts with packaged test doubles); the fault and --limit tests on a deployed cluster; host preflight (a wrong
@@ -128,7 +133,7 @@ lint: venv
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints);
 # monitoring with the real Prometheus; the AWX job templates through ansible-runner. The day-two
 # operations under load are make test-ha.
-test: venv venv-vllm venv-bench venv-eval lint
+test: venv venv-vllm venv-bench venv-eval lint sanity
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).
@@ -143,6 +148,9 @@ test: venv venv-vllm venv-bench venv-eval lint
 	# The table-driven suites are independent: one worker per core, a test file per worker at a
 	# time (a module that starts one vLLM server for its tests keeps them on one worker).
 	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	# Molecule's scenarios are in extensions/molecule (their shared settings in its config.yml), found from
+	# the collection root; its default scenario plans the sandbox with playbooks/plan.yml, on no host.
+	$(BIN)/molecule test -s default
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia
@@ -160,7 +168,9 @@ test-ha: venv venv-vllm
 test-fast: venv
 	$(BIN)/pytest tests/unit tests/golden tests/integration $(PYTEST_ARGS)
 
+# Every Molecule scenario (extensions/molecule): the plan (default), the nvidia prerequisites, the whole cluster.
 molecule: venv venv-vllm
+	$(BIN)/molecule test -s default
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/molecule test -s cluster
 

@@ -2,7 +2,7 @@
 # ansible-test sanity on the collection, on this machine (no route to ansible-test's own file host).
 #   tools/ansible_test.sh [ansible-test sanity options, e.g. --test pylint]
 # ansible-test wants the collection at a path .../ansible_collections/kimi_k3/serving (a real one,
-# not the checkout's link to itself): the tracked files are copied to
+# not the checkout's link to itself): the working tree's files (tracked or new) are copied to
 # .cache/ansible-test/ansible_collections/kimi_k3/serving. Its virtual environments get pip from a
 # script it downloads from ci-files.testing.ansible.com, which is not reachable here:
 # tools/get_pip_offline.py goes where it keeps its downloaded copy, and gets pip from ensurepip and
@@ -20,7 +20,8 @@ mkdir -p ~/.ansible/test/cache
 install -m 0644 tools/get_pip_offline.py ~/.ansible/test/cache/get_pip_"${PIP_VERSION//./_}".py
 rm -rf "$TREE"
 mkdir -p "$TREE"
-git archive HEAD | tar -x -C "$TREE"
+# The working tree's files (tracked or new, not ignored), so that an edit is tested before its commit.
+git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-failed-read -c 2>/dev/null | tar -x -C "$TREE"
 cd "$TREE"
 # ansible-test lists a collection's files with git when it is a repository.
 git init -q . && git add -A && git -c user.name=k3 -c user.email=k3@localhost commit -qm tree

@@ -246,7 +246,7 @@ def parse_argparse_help(text):
         if not match:
             continue
         for part in match.group(1).split(", "):
-            option, _, metavar = part.partition(" ")
+            option, _unused, metavar = part.partition(" ")
             if not re.match(r"^--?[A-Za-z0-9][\w.-]*$", option):
                 raise RuntimeError("unexpected option line in --help: %r" % line)
             if not metavar:
@@ -399,7 +399,7 @@ def check_form(data, program):
 
 # --------------------------------------------------------------------------
 def main(arguments=None):
-    cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    cli = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0], allow_abbrev=False)
     cli.add_argument("--check", action="store_true", help="compare with the committed data; exit 1 if it differs")
     cli.add_argument("--only", choices=PROGRAMS, action="append", help="only this program (repeatable)")
     cli.add_argument("--vllm-python", default=str(VLLM_PYTHON), help="Python of the vLLM venv")

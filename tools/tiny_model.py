@@ -71,7 +71,7 @@ def corpus(n_lines: int) -> list[str]:
     rng = random.Random(SEED)
     lines = []
     for i in range(n_lines):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(4, 14))]
+        words = [rng.choice(WORDS) for _unused in range(rng.randint(4, 14))]
         sentence = " ".join(words).capitalize() + rng.choice([".", "?", "!", ","])
         if i % 5 == 0:
             sentence = "<|im_start|>%s\n%s<|im_end|>" % (rng.choice(["user", "assistant", "system"]), sentence)
@@ -126,7 +126,7 @@ def build_model(tokenizer):
     # Small, fixed weights: the default init is seeded too, but this keeps logits tame.
     with torch.no_grad():
         gen = torch.Generator().manual_seed(SEED)
-        for _, param in sorted(model.named_parameters()):
+        for _unused, param in sorted(model.named_parameters()):
             if param.dim() > 1:
                 param.copy_(torch.randn(param.shape, generator=gen) * 0.02)
     model.generation_config = GenerationConfig(

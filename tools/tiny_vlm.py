@@ -98,7 +98,7 @@ def build_model(tokenizer):
     model = Blip2ForConditionalGeneration(config).eval()
     with torch.no_grad():
         gen = torch.Generator().manual_seed(SEED)
-        for _, param in sorted(model.named_parameters()):
+        for _unused, param in sorted(model.named_parameters()):
             if param.dim() > 1:
                 param.copy_(torch.randn(param.shape, generator=gen) * 0.02)
     return model

@@ -221,7 +221,7 @@ def parse_amd_smi_static(text):
         if not gpus or not line.strip():
             continue
         indent = len(line) - len(line.lstrip(" "))
-        key, _, value = line.strip().partition(":")
+        key, _unused, value = line.strip().partition(":")
         if indent <= 4 and not value.strip():
             section = gpus[-1]["sections"].setdefault(key, {})
         elif section is not None:
@@ -291,7 +291,7 @@ def parse_ibv_devinfo(text):
     devices = []
     port = None
     for line in (text or "").splitlines():
-        key, _, value = line.strip().partition(":")
+        key, _unused, value = line.strip().partition(":")
         value = value.strip()
         if key == "hca_id":
             devices.append({"name": value, "ports": []})
@@ -407,7 +407,7 @@ def _gather_amd(p, facts):
 
 
 def _gather_ascend(p, facts):
-    text, _ = p.read("/etc/ascend_install.info")
+    text, _unused = p.read("/etc/ascend_install.info")
     root = (parse_ascend_install_info(text)["driver_install_path"] or ASCEND_ROOT).rstrip("/")
     out, src = p.run("npu-smi", "info")
     parsed = parse_npu_smi_info(out)

@@ -427,7 +427,7 @@ def parse_proc_net_tcp(text):
         fields = line.split()
         if len(fields) < 10 or fields[3] != "0A":
             continue
-        addr, _, port = fields[1].partition(":")
+        addr, _unused, port = fields[1].partition(":")
         out.append({"port": int(port, 16), "address": _hex_address(addr), "inode": fields[9]})
     return out
 

@@ -41,13 +41,14 @@ attributes:
     description: Only reads; runs the same way in check mode.
   diff_mode:
     support: none
+    description: It only reads; there is no change to show.
   idempotent:
     support: full
     description: Never changes anything.
 notes:
   - Keys are always present; a fact that could not be found is V(null) (or an empty list).
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

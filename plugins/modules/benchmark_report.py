@@ -56,11 +56,12 @@ attributes:
     description: In check mode no benchmark ran; the task is skipped.
   diff_mode:
     support: none
+    description: The report files are written whole; no diff is shown.
   idempotent:
     support: none
     description: Every run writes its own run folder.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -38,11 +38,12 @@ attributes:
     description: Only reads.
   diff_mode:
     support: none
+    description: It only reads; there is no change to show.
   idempotent:
     support: full
     description: Only reads.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -55,7 +55,7 @@ attributes:
     description: A second run with the same inventory writes nothing and reports no change (the report has no
       timestamp, and the same plan gives the same page and picture with the same Graphviz).
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -37,11 +37,12 @@ attributes:
     description: Only computes; runs the same way in check mode.
   diff_mode:
     support: none
+    description: It only reads; there is no change to show.
   idempotent:
     support: full
     description: Never changes anything.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -50,11 +50,12 @@ attributes:
     description: Only connects for a few seconds; runs the same way in check mode.
   diff_mode:
     support: none
+    description: Its listeners are short-lived and leave nothing behind; there is no change to show.
   idempotent:
     support: full
     description: Leaves nothing behind.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -80,11 +80,12 @@ attributes:
     description: In check mode nothing is polled and nothing is reported changed.
   diff_mode:
     support: none
+    description: It only reads; there is no change to show.
   idempotent:
     support: full
     description: Only reads; never changes anything.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

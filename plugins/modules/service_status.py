@@ -65,11 +65,12 @@ attributes:
     description: Only reads, in check mode too.
   diff_mode:
     support: none
+    description: It only reads; there is no change to show.
   idempotent:
     support: full
     description: Only reads; never changes anything.
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -98,11 +98,12 @@ attributes:
     description: In check mode nothing is written.
   diff_mode:
     support: none
+    description: Every run writes a new archive; no diff is shown.
   idempotent:
     support: none
     description: Every run writes a new archive (journals and metrics move on).
 author:
-  - kimi_k3.serving maintainers
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -139,14 +140,12 @@ import io
 import json
 import os
 import re
-import ssl
 import tarfile
 import time
 import urllib.error
-import urllib.request
-from urllib.parse import urlsplit
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
 REDACTED = "<redacted>"
@@ -182,12 +181,9 @@ class Scrubber:
 
 def snapshot(url, api_key, ca_path, max_bytes):
     headers = {"Authorization": "Bearer " + api_key} if api_key else {}
-    context = None
-    if urlsplit(url).scheme == "https":
-        context = ssl.create_default_context(cafile=ca_path or None)
-    req = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=10, context=context) as resp:
+        # The host's own services: no proxy; https checked against the deployment's CA when given.
+        with open_url(url, headers=headers, timeout=10, ca_path=ca_path or None, use_proxy=False) as resp:
             return "HTTP %d\n%s" % (resp.status, resp.read(max_bytes).decode("utf-8", "replace"))
     except urllib.error.HTTPError as exc:
         return "HTTP %d\n%s" % (exc.code, exc.read(max_bytes).decode("utf-8", "replace"))
@@ -221,7 +217,7 @@ def main():
             "api_key": {"type": "str", "default": "", "no_log": True},
             "ca_path": {"type": "str", "default": ""},
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
-            "secret_names": {"type": "list", "elements": "str", "default": []},
+            "secret_names": {"type": "list", "elements": "str", "default": [], "no_log": False},
             "documents": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,

@@ -327,7 +327,7 @@ def score_of(benchmark, header, log=None):
     where = "the %s log %s" % (BENCHMARKS[benchmark]["title"], log or "")
     header = _header(header, where.strip())
     task = str(header["eval"].get("task", ""))
-    if task.replace("-", "_").split("/")[-1] != BENCHMARKS[benchmark]["task"]:
+    if task.replace("-", "_").rsplit("/", maxsplit=1)[-1] != BENCHMARKS[benchmark]["task"]:
         raise EvaluateError("%s is the log of task %r, not %s" % (where.strip(), task, BENCHMARKS[benchmark]["task"]))
     results = header.get("results") or {}
     out = {

@@ -145,7 +145,7 @@ def _mount(svc, folder):
         return
     container = svc.setdefault("container", {}) or {}
     volumes = list(container.get("volumes") or [])
-    if not any(str(v).split(":")[0] == folder for v in volumes):
+    if not any(str(v).split(":", maxsplit=1)[0] == folder for v in volumes):
         volumes.append("%s:%s:ro" % (folder, folder))
     container["volumes"] = volumes
     svc["container"] = container

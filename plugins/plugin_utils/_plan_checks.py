@@ -96,7 +96,7 @@ class ChecksMixin:
         for host, port, users in formulas.port_collisions(entries):
             sources = []
             for user in users:
-                name, _, port_name = user.rpartition("/")
+                name, _unused, port_name = user.rpartition("/")
                 for variable in self.port_sources.get((host, name, port_name), []):
                     if variable not in sources:
                         sources.append(variable)
@@ -148,7 +148,7 @@ class ChecksMixin:
             for key in keys_env:
                 seen.setdefault(key, []).append((host, svc["name"], svc["env"].get(key, "(unset)")))
         for key, values in seen.items():
-            distinct = sorted({v for _, _, v in values})
+            distinct = sorted({v for _unused, _unused, v in values})
             if len(distinct) > 1:
                 first = values[0]
                 odd = next(v for v in values if v[2] != first[2])

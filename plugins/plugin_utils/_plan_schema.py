@@ -159,7 +159,7 @@ def _library_validator(schema_text):
 def _from_library(error):
     branches = None
     if error.validator == "anyOf":
-        branches = [[] for _ in error.validator_value]
+        branches = [[] for _unused in error.validator_value]
         for sub in error.context:
             branches[sub.relative_schema_path[0]].append(_from_library(sub))
     return _Error(

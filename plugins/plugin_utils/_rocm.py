@@ -17,7 +17,7 @@ NIGHTLY_ROCM100 = "vllm/vllm-openai-rocm:nightly-rocm100"
 
 def version_tuple(text):
     """``"6.4.1"`` -> ``(6, 4, 1)``; ``None`` when there is no leading number."""
-    parts = re.findall(r"\d+", str(text or "").split("-")[0])
+    parts = re.findall(r"\d+", str(text or "").split("-", maxsplit=1)[0])
     return tuple(int(p) for p in parts) or None
 
 

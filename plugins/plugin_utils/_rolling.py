@@ -72,7 +72,7 @@ def changed_groups(plan, changed):
     out = []
     for group in replica_groups(plan):
         for key in group["members"]:
-            host, _, name = key.partition("/")
+            host, _unused, name = key.partition("/")
             if name in names.get(host, ()):
                 out.append(group["id"])
                 break

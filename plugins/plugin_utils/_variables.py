@@ -119,7 +119,7 @@ def role_knobs(root=None):
 def _first_line(description):
     if isinstance(description, list):
         description = description[0] if description else ""
-    return str(description or "").strip().split("\n")[0]
+    return str(description or "").strip().split("\n", maxsplit=1)[0]
 
 
 @functools.lru_cache(maxsize=4)

@@ -196,7 +196,7 @@ def test_a_wrong_k3_nic_is_refused_naming_the_interface_that_owns_the_address(sa
 def test_a_port_held_by_a_stray_process_is_refused_naming_the_process(sandbox):
     ssh("k3-sb-prefill", "systemd-run --quiet --unit stray-http python3 -m http.server 8100")
     try:
-        for _ in range(50):
+        for _unused in range(50):
             if ssh("k3-sb-prefill", "ss -Hltn 'sport = :8100' | grep -q 8100", check=False).returncode == 0:
                 break
             time.sleep(0.1)

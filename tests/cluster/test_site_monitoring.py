@@ -96,7 +96,7 @@ def test_prometheus_scrapes_every_planned_target_with_the_plan_labels(cluster):
 def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
     key = cluster["keys"][0]
     chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
-    for _ in range(6):
+    for _unused in range(6):
         assert request(ROUTER + "/v1/chat/completions", key, chat)[0] == 200
     # One request the router fails (more tokens than the model's length: prefill refuses it), for
     # its error counters' first sample (they appear in /metrics only after a first error).

@@ -134,7 +134,7 @@ class _Checker:
 
     def check(self, argv: list[str]) -> str | None:
         """None if vLLM accepts argv, else the error vLLM (or the strictness check) gives."""
-        parser, _ = self.build()
+        parser, _unused = self.build()
         captured = io.StringIO()
         try:
             with contextlib.redirect_stderr(captured):
@@ -165,7 +165,7 @@ class _Checker:
 
 
 def main(arguments: list[str] | None = None) -> int:
-    cli = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    cli = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0], allow_abbrev=False)
     cli.add_argument("cases", nargs="?", help='JSON file of {"id", "argv"} cases, or - for stdin')
     cli.add_argument(
         "--list-options", action="store_true", help="print every option string of `vllm serve`, one per line"

@@ -80,7 +80,7 @@ def set_conf_values(text: str, values: Mapping[str, str]) -> str:
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     """`count` distinct TCP ports nobody listens on right now (the kernel's picks, held together)."""
     with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _unused in range(count)]
         for sock in socks:
             sock.bind((host, 0))
         return [sock.getsockname()[1] for sock in socks]

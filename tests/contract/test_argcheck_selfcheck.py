@@ -211,7 +211,7 @@ def argcheck_run(tmp_path_factory):
     if not VLLM_PY.exists():
         skip_or_fail(f"{VLLM_PY} does not exist: build it with `tools/venvs.sh vllm`")
     cases = [{"id": case_id, "argv": argv} for case_id, argv in GOOD.items()]
-    cases += [{"id": case_id, "argv": argv} for case_id, (argv, _) in BAD.items()]
+    cases += [{"id": case_id, "argv": argv} for case_id, (argv, _unused) in BAD.items()]
     tmpdir = tmp_path_factory.mktemp("argcheck-tmpdir")
     proc = run_argcheck(json.dumps(cases), tmpdir)
     try:
@@ -226,13 +226,13 @@ def argcheck_run(tmp_path_factory):
 
 @pytest.mark.parametrize("case_id", GOOD)
 def test_spec_command_is_accepted(argcheck_run, case_id):
-    _, verdicts, _ = argcheck_run
+    _unused, verdicts, _unused = argcheck_run
     assert verdicts[case_id] == {"id": case_id, "ok": True, "error": None}
 
 
 @pytest.mark.parametrize("case_id", BAD)
 def test_broken_command_is_refused_for_its_fault(argcheck_run, case_id):
-    _, verdicts, _ = argcheck_run
+    _unused, verdicts, _unused = argcheck_run
     verdict = verdicts[case_id]
     assert verdict["ok"] is False
     assert BAD[case_id][1] in verdict["error"]

@@ -139,7 +139,7 @@ def test_every_flag_of_every_example_plan_is_in_the_data(name):
         underscores = cli_flags.program_data(program)["header"]["underscores"]
         pairs = flag_pairs(argv, start)
         # As the program reads them: vLLM takes --a_b for --a-b (the Ascend tutorial's spelling).
-        spelled = [flag.replace("_", "-") if underscores else flag for flag, _ in pairs]
+        spelled = [flag.replace("_", "-") if underscores else flag for flag, _unused in pairs]
         missing = [flag for flag in spelled if flag not in known]
         assert not missing, "%s/%s: %s not in the %s data" % (host, svc["name"], missing, program)
         problems = cli_flags.check_args(program, [{flag: value} for flag, value in pairs], where=host)

@@ -33,7 +33,7 @@ def _services_venv():
 def free_ports(n):
     import socket
 
-    socks = [socket.socket() for _ in range(n)]
+    socks = [socket.socket() for _unused in range(n)]
     for s in socks:
         s.bind(("127.0.0.1", 0))
     ports = [s.getsockname()[1] for s in socks]

@@ -127,7 +127,7 @@ def test_metaservice_answers_health_and_stops(example_conf, tmp_path):
     ],
 )
 def test_broken_value_fails_fast_with_the_reason(example_conf, tmp_path, key, value, reason):
-    conf, settings, _ = adapted_conf(example_conf, tmp_path, **{key: value})
+    conf, settings, _unused = adapted_conf(example_conf, tmp_path, **{key: value})
     health = settings["ock.mmc.meta_service.metrics_url"] + "/health"
     started = time.monotonic()
     with pytest.raises(MetaServiceError) as failure, run_metaservice(conf, health, timeout=60):
@@ -139,7 +139,7 @@ def test_broken_value_fails_fast_with_the_reason(example_conf, tmp_path, key, va
 
 
 def test_no_health_answer_times_out_and_stops_the_service(example_conf, tmp_path):
-    conf, _, metrics_port = adapted_conf(example_conf, tmp_path)
+    conf, _unused, metrics_port = adapted_conf(example_conf, tmp_path)
     wrong = f"http://127.0.0.1:{free_ports(1)[0]}/health"
     with pytest.raises(MetaServiceError, match="did not answer .* within 3 s"), run_metaservice(conf, wrong, timeout=3):
         pytest.fail("no /health answer must not reach the body")
@@ -147,7 +147,7 @@ def test_no_health_answer_times_out_and_stops_the_service(example_conf, tmp_path
 
 
 def test_a_failure_in_the_body_carries_the_service_output(example_conf, tmp_path):
-    conf, settings, _ = adapted_conf(example_conf, tmp_path)
+    conf, settings, _unused = adapted_conf(example_conf, tmp_path)
     health = settings["ock.mmc.meta_service.metrics_url"] + "/health"
     with pytest.raises(KeyError) as failure, run_metaservice(conf, health) as meta:
         assert meta.health["status"] == "ok"

@@ -274,7 +274,7 @@ def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(h
     assert after["k3-sb-decode2"] and all(after[h] == kept[h] for h in kept), (kept, after)
     assert unit_pid("k3-sb-front", "k3-router") == router_pid
     # The new host serves: requests through the router reach it.
-    for _ in range(8):
+    for _unused in range(8):
         assert (
             request(
                 ROUTER + "/v1/completions", ha["key"], {"model": "kimi-k3-sandbox", "prompt": "hi", "max_tokens": 2}

@@ -164,7 +164,7 @@ def test_a_role_on_its_own_gets_the_plan_itself(name, group, role, host, tmp_pat
     assert text.count("TASK [kimi_k3.serving.k3_plan : Compute the plan of the whole inventory") == 1
     plan = json.loads((dest / "plan.json").read_text())
     assert plan["hosts"] == json.loads(json.dumps(example_plan(name)["hosts"]))
-    hosts = [host] if host else [h for h in recap(text)]
+    hosts = [host] if host else list(recap(text))
     assert hosts
     for h in hosts:
         expected = ",".join(s["name"] for s in plan["hosts"].get(h, {}).get("services", []))

@@ -43,10 +43,10 @@ def test_every_example_plans_and_rerun_changes_nothing(name, tmp_path):
         assert script.read_text().startswith("#!/usr/bin/env bash\n")
         assert script.stat().st_mode & 0o111
     summary = (dest / "summary.txt").read_text()
-    assert all(host in summary for host, _ in services)
+    assert all(host in summary for host, _unused in services)
     # The page a person reads: every host, with the picture where the controller has Graphviz.
     report = (dest / "report.html").read_text()
-    assert all(html.escape(host) in report for host, _ in services)
+    assert all(html.escape(host) in report for host, _unused in services)
     assert report.count("<svg") == (1 if shutil.which("dot") else 0)
     second = playbook("-e", "k3_plan_dir=%s" % dest, inventory=EXAMPLES / name / "hosts.yml")
     assert recap_changed(second.stdout) == 0

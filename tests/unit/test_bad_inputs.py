@@ -746,7 +746,7 @@ def test_real_plan_playbook_refuses_and_writes_nothing(case_id, tmp_path):
     for gname, members in inv["groups"].items():
         if gname in ("all", "ungrouped") or not members:
             continue
-        hosts[gname] = {"hosts": {h: {k: v for k, v in inv["hostvars"][h].items()} for h in members}}
+        hosts[gname] = {"hosts": {h: dict(inv["hostvars"][h]) for h in members}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": hosts}}))
     dest = tmp_path / "plan"
     proc = subprocess.run(

@@ -43,7 +43,7 @@ PROXIES += ["-u", "all_proxy", "-u", "ALL_PROXY"]
 
 def recorded_point(name):
     """The point of a fixture folder, planned with the settings it was recorded with."""
-    scenario, _, conc = name.rpartition("-c")
+    scenario, _unused, conc = name.rpartition("-c")
     overrides = dict(RECORDED, **{scenario: dict(RECORDED[scenario], concurrency=int(conc))})
     (point,) = b.plan_points([scenario], 512, overrides=overrides)
     return point
@@ -270,7 +270,7 @@ def test_target_refused(plan, kwargs, needle):
 # The exact commands
 # --------------------------------------------------------------------------------------------------
 def test_vllm_bench_serve_argv():
-    (point,) = [c for c in b.commands([recorded_point("sweep-c2")], RECORDED_TARGET, "/v/vllm", "/v/ais", "/r/run")]
+    (point,) = list(b.commands([recorded_point("sweep-c2")], RECORDED_TARGET, "/v/vllm", "/v/ais", "/r/run"))
     assert point["config"] is None
     assert point["dir"] == "/r/run/sweep-c2"
     assert point["argv"] == ["/usr/bin/env", *PROXIES] + [

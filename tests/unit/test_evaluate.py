@@ -422,7 +422,7 @@ def test_a_service_check_without_checks_is_refused(value):
 def test_judges_on_recorded_answers():
     models = json.loads(header("models.json"))
     assert service_check.judge_models(200, models, "", "kimi-k3-sandbox") == (True, "lists kimi-k3-sandbox", 512)
-    ok, detail, _ = service_check.judge_models(200, models, "", "kimi-k3")
+    ok, detail, _unused = service_check.judge_models(200, models, "", "kimi-k3")
     assert not ok and "not kimi-k3" in detail
     assert service_check.judge_models(401, {"error": {"message": "Unauthorized"}}, "", "m")[:2] == (
         False,

@@ -153,8 +153,8 @@ def balanced(expr):
 
 def test_every_expression_is_named_and_balanced():
     exprs = monitoring.expressions(monitoring.alert_rules(), monitoring.dashboards())
-    assert len(exprs) == len({where for where, _ in exprs}) > 20
-    assert all(balanced(expr) for _, expr in exprs), [e for e in exprs if not balanced(e[1])]
+    assert len(exprs) == len({where for where, _unused in exprs}) > 20
+    assert all(balanced(expr) for _unused, expr in exprs), [e for e in exprs if not balanced(e[1])]
 
 
 def test_the_expressions_read_only_the_declared_metrics():

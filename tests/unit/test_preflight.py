@@ -694,7 +694,7 @@ def test_a_detached_listener_is_up_when_spawn_returns_and_greets_the_expected_ho
     import socket
     import time
 
-    for _ in range(50):
+    for _unused in range(50):
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", ports[0])) != 0:
                 break
@@ -714,7 +714,7 @@ def test_a_listener_still_waiting_is_stopped_with_its_token_only():
     assert preflight.stop_listener(port, bound["token"])
     import time
 
-    for _ in range(50):
+    for _unused in range(50):
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) != 0:
                 break

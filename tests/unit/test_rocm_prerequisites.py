@@ -109,5 +109,5 @@ def test_the_day0_image_with_dspark_is_refused_with_the_rocm100_nightly_advice()
 
 
 def test_no_amd_gpu_at_all():
-    [problem, *_] = rocm_prerequisites({}, [engine()], {}, "h", DEVICES, TABLE)["problems"]
+    [problem, *_unused] = rocm_prerequisites({}, [engine()], {}, "h", DEVICES, TABLE)["problems"]
     assert problem.startswith("h: no AMD GPU found")

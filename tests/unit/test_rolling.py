@@ -67,7 +67,7 @@ def test_only_a_runtime_registering_router_gets_registrations():
     kinds = {w["worker_type"] for w in regs[0]["workers"]}
     assert kinds == {"prefill", "decode"}
     assert {w["model_id"] for w in regs[0]["workers"]} == {plan["verify"]["served_model_name"]}
-    assert len(regs[0]["workers"]) == len([a for a in router["after"]])
+    assert len(regs[0]["workers"]) == len(list(router["after"]))
     assert rolling.router_registrations(plan, "no-such-host") == []
     listed = {"workers": [{"url": regs[0]["workers"][0]["url"], "worker_type": "prefill"}]}
     assert rolling.workers_to_add(listed, regs[0]["workers"]) == regs[0]["workers"][1:]
@@ -133,14 +133,14 @@ def test_rolling_only_some_groups_keeps_the_others_of_their_role_serving():
 def test_a_changed_follower_takes_its_whole_group_and_nothing_else():
     plan = example_plan("nvidia-dep16")
     group = rolling.replica_groups(plan)[0]
-    follower_host, _, follower = group["members"][-1].partition("/")
+    follower_host, _unused, follower = group["members"][-1].partition("/")
     assert group["members"][-1] != group["id"]
     assert rolling.changed_groups(plan, {follower_host: [follower]}) == [group["id"]]
     assert rolling.changed_groups(plan, {follower_host: []}) == []
     assert rolling.changed_groups(plan, {"elsewhere": [follower]}) == []
     pd = example_plan("mi355x-pd-1p3d-c24")
     decode = [g for g in rolling.replica_groups(pd) if g["role"] == "decode"][1]
-    host, _, name = decode["id"].partition("/")
+    host, _unused, name = decode["id"].partition("/")
     assert rolling.changed_groups(pd, {host: [name]}) == [decode["id"]]
 
 

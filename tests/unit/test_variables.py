@@ -72,7 +72,7 @@ def test_some_profile_has_variants_and_k3_variant_is_declared():
 
 def test_every_k3_variable_the_collection_reads_is_declared():
     paths = [ROOT / "site.yml"]
-    for folder in ("roles", "playbooks", "molecule"):
+    for folder in ("roles", "playbooks", "extensions/molecule"):
         paths += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".yml", ".j2") and p.is_file()]
     missing = {}
     for path in paths:

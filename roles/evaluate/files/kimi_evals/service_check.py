@@ -206,7 +206,7 @@ def run(base, key, model, max_tokens, benchmark_tokens, image, require_reasoning
 def _pairs(text):
     out = {}
     for item in filter(None, (text or "").split(",")):
-        name, _, value = item.partition("=")
+        name, _unused, value = item.partition("=")
         out[name] = int(value)
     return out
 
