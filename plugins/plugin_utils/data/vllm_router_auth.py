@@ -20,9 +20,6 @@ import os
 import signal
 import sys
 
-from vllm_router.launch_router import parse_router_args
-from vllm_router.router import Router
-
 
 def key_check(keys):
     """A child process serving on a free loopback port: 200 for a known bearer token, 401 otherwise.
@@ -59,6 +56,10 @@ def key_check(keys):
 
 
 def main():
+    # vllm-router's own modules: there only in the router host's environment, where this runs.
+    from vllm_router.launch_router import parse_router_args  # noqa: PLC0415
+    from vllm_router.router import Router  # noqa: PLC0415
+
     keys = [k for k in os.environ.pop("K3_API_KEYS", "").split(",") if k]
     if not keys:
         sys.exit("vllm-router-auth: K3_API_KEYS is empty: the environment file lists no key")
