@@ -109,6 +109,17 @@ def _check_value(program, flag, spelled, kind, value):
     return None
 
 
+def arg_pair(item):
+    """``(flag, value)`` of one args item (``"--flag"``, ``{"--flag": value}`` or a pair); None for another shape."""
+    if isinstance(item, str):
+        return item, True
+    if isinstance(item, dict) and len(item) == 1:
+        return next(iter(item.items()))
+    if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
+        return tuple(item)
+    return None
+
+
 def _items(items, where):
     """``([(flag, value)], [problems])`` from an args list, whatever its shape."""
     if items is None:
@@ -118,17 +129,13 @@ def _items(items, where):
     pairs = []
     problems = []
     for item in items:
-        if isinstance(item, str):
-            flag, value = item, True
-        elif isinstance(item, dict) and len(item) == 1:
-            flag, value = next(iter(item.items()))
-        elif isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
-            flag, value = item
-        else:
+        pair = arg_pair(item)
+        if pair is None:
             problems.append(
                 "%s: each item is a flag or a one-key mapping {flag: value}, got %s" % (where, _short(item))
             )
             continue
+        flag, value = pair
         if not isinstance(flag, str):
             problems.append("%s: %s is not a flag (flags are text starting with -)" % (where, _short(flag)))
         elif not flag.startswith("-") or flag.strip("-") == "":

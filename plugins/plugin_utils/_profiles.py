@@ -36,6 +36,7 @@ from jinja2 import StrictUndefined, Undefined, meta
 from jinja2.exceptions import TemplateError, TemplateSyntaxError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ._cli_flags import arg_pair
 from ._formulas import PlanValueError
 from ._plan_schema import validate_profile
 
@@ -167,14 +168,10 @@ def normalize_args(items, where="args"):
         raise ProfileError("%s must be a list of flags, got %r" % (where, items))
     out = []
     for item in items:
-        if isinstance(item, str):
-            flag, value = item, True
-        elif isinstance(item, dict) and len(item) == 1:
-            flag, value = next(iter(item.items()))
-        elif isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
-            flag, value = item
-        else:
+        pair = arg_pair(item)
+        if pair is None:
             raise ProfileError("%s: each item is a flag or a one-key mapping {flag: value}, got %r" % (where, item))
+        flag, value = pair
         if not isinstance(flag, str) or not flag.startswith("-"):
             raise ProfileError("%s: %r is not a flag (flags start with -)" % (where, flag))
         out.append((flag, value))
