@@ -124,6 +124,8 @@ lint: venv
 # ansible-test sanity on a copy of the working tree (its exceptions, each with its reason:
 # tests/sanity/ignore-2.21.txt); about 70 seconds.
 sanity: venv
+	# Its shellcheck test skips itself, with a warning only, when shellcheck is missing.
+	command -v shellcheck >/dev/null || tools/apt_install.sh shellcheck
 	tools/ansible_test.sh
 
 # Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox

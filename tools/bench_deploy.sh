@@ -42,7 +42,7 @@ done
 {
   printf '%-8s %-9s %-9s %-12s %-10s %-13s %-12s\n' \
     engines deploy_s rerun_s vs_1_engine engine_s orchestration rerun/deploy
-  read -r _n base _r base_wait <<<"${rows[0]}"
+  read -r _n base _r _base_wait <<<"${rows[0]}"
   for row in "${rows[@]}"; do
     read -r n first rerun wait <<<"$row"
     awk -v n="$n" -v f="$first" -v r="$rerun" -v w="$wait" -v b="$base" \

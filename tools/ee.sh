@@ -27,8 +27,9 @@ log() { printf '[ee] %s\n' "$*" >&2; }
 # podman 4.3 from Debian works here with runc (crun cannot set rlimits in this kind of machine) and
 # explicit ulimits; both in a drop-in of its own.
 setup() {
-  command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null ||
+  if ! { command -v podman && command -v runc && command -v debootstrap; } >/dev/null; then
     tools/apt_install.sh podman runc debootstrap
+  fi
   mkdir -p /etc/containers/containers.conf.d
   cat >/etc/containers/containers.conf.d/kimi-k3-ee.conf <<'CONF'
 # kimi_k3.serving (tools/ee.sh setup): runc, and ulimits a container here may set.
