@@ -8,6 +8,7 @@
 #   tools/sandbox.sh down [--purge] remove all of it (--purge: the cached base rootfs too)
 #   tools/sandbox.sh status         each host and whether it is up
 #   tools/sandbox.sh base           build the cached base rootfs if needed and print its path
+#   tools/sandbox.sh inventory      write only the inventory of the hosts file (no host; no root)
 #
 # Every host sees, read-only and at the same absolute paths: $REPO/.venv/vllm, $REPO/.venv/services,
 # the pyenv Pythons they link to and the model folder $REPO/.cache/sandbox/models; read-write:
@@ -631,9 +632,10 @@ cmd_status() {
 }
 
 main() {
-  [[ $(id -u) == 0 ]] || die "run as root (network namespaces, mounts, systemd-nspawn)"
   local cmd=${1:-}
   shift || true
+  # `inventory` only writes the inventory of the hosts file (no host is made): no root needed.
+  [[ $cmd == inventory || $(id -u) == 0 ]] || die "run as root (network namespaces, mounts, systemd-nspawn)"
   read_hosts
   case $cmd in
     up | down | base)
@@ -644,12 +646,13 @@ main() {
     up) cmd_up "$@" ;;
     down) cmd_down "$@" ;;
     status) cmd_status ;;
+    inventory) write_inventory ;;
     base)
       ensure_tools
       build_base
       echo "$BASE"
       ;;
-    *) die "usage: $0 up | down [--purge] | status | base" ;;
+    *) die "usage: $0 up | down [--purge] | status | base | inventory" ;;
   esac
 }
 
