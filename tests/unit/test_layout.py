@@ -37,7 +37,7 @@ def test_module_utils_holds_only_what_the_modules_import():
     assert shipped <= used, "controller-only code in module_utils: %s" % sorted(shipped - used)
 
 
-def test_plugin_utils_names_are_private_and_controller_code_imports_nothing_from_targets_only_files():
+def test_plugin_utils_names_are_private_and_module_utils_never_imports_them():
     files = [p for p in (PLUGINS / "plugin_utils").glob("*.py") if p.name != "__init__.py"]
     assert files
     assert all(p.name.startswith("_") for p in files), [p.name for p in files if not p.name.startswith("_")]
