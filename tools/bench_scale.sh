@@ -21,7 +21,22 @@ export K3SB_EXTRA_BINDS=$REPO/tools/standin
 ARGS=(-i inventories/sandbox -e k3_profile=sandbox-bench -e "engine_venv=$REPO/tools/standin" -e engine_health_delay=1)
 
 now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# The machine's busy CPU time (user, nice, system, irq, softirq, steal), in clock ticks.
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+# timed LOG CMD...: runs CMD (output in LOG) and prints its wall time, the CPU seconds of the
+# controller's side (the command and every process it waited for: Ansible's workers, their ssh
+# clients) and the CPU seconds the rest of the machine used meanwhile (the test hosts: sshd,
+# their Python and modules, the stand-in engines).
+timed() {
+  local log=$1 t b0 ticks
+  shift
+  ticks=$(getconf CLK_TCK)
+  t=$(now)
+  b0=$(busy)
+  /usr/bin/time -f '%U %S' -o "$OUT/.cpu" "$@" >"$log"
+  awk -v a="$t" -v b="$(now)" -v b0="$b0" -v b1="$(busy)" -v hz="$ticks" '
+    { ctl = $1 + $2; printf "%.1f %.1f %.1f\n", b - a, ctl, (b1 - b0) / hz - ctl }' "$OUT/.cpu"
+}
 
 .venv/vllm/bin/python tools/tiny_model.py .cache/sandbox/models/tiny-llama >/dev/null
 rows=()
@@ -30,29 +45,35 @@ for n in ${K3_BENCH_COUNTS:-4 16 32}; do
   for i in $(seq 1 "$n"); do echo "k3-sb-e$i 10.77.0.$((20 + i)) engine" >>"$hosts"; done
   K3SB_HOSTS_FILE=$hosts tools/sandbox.sh down >/dev/null
   K3SB_HOSTS_FILE=$hosts tools/sandbox.sh up >/dev/null
-  t=$(now)
-  "$PLAYBOOK" site.yml "${ARGS[@]}" >"$OUT/scale-site-$n.log"
-  site=$(since "$t")
-  t=$(now)
-  "$PLAYBOOK" site.yml "${ARGS[@]}" >"$OUT/scale-rerun-$n.log"
-  rerun=$(since "$t")
+  # (An assignment, so that a failed run stops the script.)
+  t=$(timed "$OUT/scale-site-$n.log" "$PLAYBOOK" site.yml "${ARGS[@]}")
+  read -r site site_ctl site_hosts <<<"$t"
+  t=$(timed "$OUT/scale-rerun-$n.log" "$PLAYBOOK" site.yml "${ARGS[@]}")
+  read -r rerun rerun_ctl rerun_hosts <<<"$t"
   grep -q 'changed=[1-9]' "$OUT/scale-rerun-$n.log" && { echo "re-run with $n hosts changed something" >&2; exit 1; }
-  t=$(now)
   # Four batches at every size (N/4 engines each): the same number of steps, N times the hosts.
-  "$PLAYBOOK" playbooks/restart.yml "${ARGS[@]}" -e restart_serial=$((n / 4)) >"$OUT/scale-restart-$n.log"
-  restart=$(since "$t")
+  t=$(timed "$OUT/scale-restart-$n.log" "$PLAYBOOK" playbooks/restart.yml "${ARGS[@]}" -e restart_serial=$((n / 4)))
+  read -r restart restart_ctl restart_hosts <<<"$t"
   grep -q "restarted $n replica group(s)" "$OUT/scale-restart-$n.log" || { echo "restart.yml with $n hosts did not restart $n groups" >&2; exit 1; }
-  rows+=("$n $site $rerun $restart")
-  echo "hosts=$n site=${site}s rerun=${rerun}s restart=${restart}s"
+  rows+=("$n $site $rerun $restart $site_ctl $site_hosts $rerun_ctl $rerun_hosts $restart_ctl $restart_hosts")
+  echo "hosts=$n site=${site}s rerun=${rerun}s restart=${restart}s" \
+    "cpu controller/hosts: site ${site_ctl}/${site_hosts}s rerun ${rerun_ctl}/${rerun_hosts}s restart ${restart_ctl}/${restart_hosts}s"
   K3SB_HOSTS_FILE=$hosts tools/sandbox.sh down >/dev/null
 done
 {
-  printf '%-6s %-8s %-9s %-10s %-10s %-12s\n' hosts site_s rerun_s restart_s site_vs_4 restart_vs_4
-  read -r _n base _r base_restart <<<"${rows[0]}"
+  echo "wall time (s)"
+  printf '%-6s %-8s %-9s %-10s %-10s %-10s %-12s\n' hosts site rerun restart site_vs_4 rerun_vs_4 restart_vs_4
+  read -r _n base base_rerun base_restart _rest <<<"${rows[0]}"
   for row in "${rows[@]}"; do
-    read -r n site rerun restart <<<"$row"
-    awk -v n="$n" -v s="$site" -v r="$rerun" -v x="$restart" -v b="$base" -v bx="$base_restart" \
-      'BEGIN { printf "%-6s %-8s %-9s %-10s %-10.2f %-12.2f\n", n, s, r, x, s / b, x / bx }'
+    read -r n site rerun restart _rest <<<"$row"
+    awk -v n="$n" -v s="$site" -v r="$rerun" -v x="$restart" -v b="$base" -v br="$base_rerun" -v bx="$base_restart" \
+      'BEGIN { printf "%-6s %-8s %-9s %-10s %-10.2f %-10.2f %-12.2f\n", n, s, r, x, s / b, r / br, x / bx }'
+  done
+  echo "CPU seconds: the controller's side / the rest of the machine (the test hosts)"
+  printf '%-6s %-16s %-16s %-16s\n' hosts site rerun restart
+  for row in "${rows[@]}"; do
+    read -r n _s _r _x sc sh rc rh xc xh <<<"$row"
+    printf '%-6s %-16s %-16s %-16s\n' "$n" "$sc / $sh" "$rc / $rh" "$xc / $xh"
   done
   echo "($(nproc) cores, $(date -u +%F); the engines are stand-ins)"
 } | tee "$OUT/scale.txt"

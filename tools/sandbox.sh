@@ -608,7 +608,8 @@ check_clean() { # names
   grep -qE ": ($BRIDGE|${VETH_PREFIX}[0-9]+)[@:]" <<<"$(ip -o link show)" && left+=("links")
   local p
   for p in /proc/[0-9]*; do
-    [[ $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) == *"--directory=$STATE_DIR/"* ]] && alive "${p#/proc/}" &&
+    # (2> first: a process that exits meanwhile takes its cmdline along, quietly.)
+    [[ $(tr '\0' ' ' 2>/dev/null <"$p/cmdline") == *"--directory=$STATE_DIR/"* ]] && alive "${p#/proc/}" &&
       left+=("process ${p#/proc/}")
   done
   ((${#left[@]} == 0)) || die "leftovers after down: ${left[*]}"
