@@ -23,19 +23,18 @@ ARGS=(-i inventories/sandbox -e k3_profile=sandbox-bench -e "engine_venv=$REPO/t
 now() { date +%s.%N; }
 # The machine's busy CPU time (user, nice, system, irq, softirq, steal), in clock ticks.
 busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-# timed LOG CMD...: runs CMD (output in LOG) and prints its wall time, the CPU seconds of the
-# controller's side (the command and every process it waited for: Ansible's workers, their ssh
-# clients) and the CPU seconds the rest of the machine used meanwhile (the test hosts: sshd,
-# their Python and modules, the stand-in engines).
+# timed LOG CMD...: runs CMD (output in LOG, errors on stderr) and prints its wall time, the CPU
+# seconds of the controller's side (bash's `time`: the command and every process it waited for,
+# Ansible's workers and their ssh clients) and the CPU seconds the rest of the machine used
+# meanwhile (the test hosts: sshd, their Python and modules, the stand-in engines). Fails as CMD.
 timed() {
-  local log=$1 t b0 ticks
+  local log=$1 t b0 cpu TIMEFORMAT='%U %S'
   shift
-  ticks=$(getconf CLK_TCK)
   t=$(now)
   b0=$(busy)
-  /usr/bin/time -f '%U %S' -o "$OUT/.cpu" "$@" >"$log"
-  awk -v a="$t" -v b="$(now)" -v b0="$b0" -v b1="$(busy)" -v hz="$ticks" '
-    { ctl = $1 + $2; printf "%.1f %.1f %.1f\n", b - a, ctl, (b1 - b0) / hz - ctl }' "$OUT/.cpu"
+  cpu=$({ time "$@" >"$log" 2>&3; } 3>&2 2>&1) || return
+  awk -v a="$t" -v b="$(now)" -v b0="$b0" -v b1="$(busy)" -v hz="$(getconf CLK_TCK)" -v cpu="$cpu" '
+    BEGIN { split(cpu, c, " "); ctl = c[1] + c[2]; printf "%.1f %.1f %.1f\n", b - a, ctl, (b1 - b0) / hz - ctl }'
 }
 
 .venv/vllm/bin/python tools/tiny_model.py .cache/sandbox/models/tiny-llama >/dev/null
@@ -45,7 +44,7 @@ for n in ${K3_BENCH_COUNTS:-4 16 32}; do
   for i in $(seq 1 "$n"); do echo "k3-sb-e$i 10.77.0.$((20 + i)) engine" >>"$hosts"; done
   K3SB_HOSTS_FILE=$hosts tools/sandbox.sh down >/dev/null
   K3SB_HOSTS_FILE=$hosts tools/sandbox.sh up >/dev/null
-  # (An assignment, so that a failed run stops the script.)
+  # (timed fails as the playbook does, and the assignment stops the script.)
   t=$(timed "$OUT/scale-site-$n.log" "$PLAYBOOK" site.yml "${ARGS[@]}")
   read -r site site_ctl site_hosts <<<"$t"
   t=$(timed "$OUT/scale-rerun-$n.log" "$PLAYBOOK" site.yml "${ARGS[@]}")
