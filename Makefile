@@ -15,16 +15,17 @@ INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 # Debian packages the test hosts install "from the distribution": they have no route out, and
 # tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
-# prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host).
+# prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host, nginx for the
+# front door; the front door's tests also run this nginx on the controller, unpacked).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx
 PLAN_DIR ?= plan
 # The slowest tests of each suite are listed at its end (where the time of make test goes).
 PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: ee help venv venv-vllm venv-services venv-bench venv-eval sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -58,6 +59,10 @@ venv-bench:
 # inspect-ai for the accuracy evaluation (playbooks/evaluate.yml and its tests).
 venv-eval:
 	tools/venvs.sh eval
+
+# galaxy-importer, what Galaxy runs on an upload (tests/collection/test_galaxy_import.py).
+venv-galaxy:
+	tools/venvs.sh galaxy
 
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
@@ -121,11 +126,13 @@ lint: venv
 	$(BIN)/ansible-lint --nocolor
 	$(BIN)/antsibull-changelog lint
 
-# ansible-test sanity on a copy of the working tree (its exceptions, each with its reason:
-# tests/sanity/ignore-2.21.txt); about 70 seconds.
+# ansible-test sanity on the working tree's artifact, installed (its exceptions, each with its
+# reason: tests/sanity/ignore-2.21.txt); about 45 seconds. The development scripts are not in the
+# artifact: shellcheck checks them here.
 sanity: venv
-	# Its shellcheck test skips itself, with a warning only, when shellcheck is missing.
+	# ansible-test's shellcheck test skips itself, with a warning only, when shellcheck is missing.
 	command -v shellcheck >/dev/null || tools/apt_install.sh shellcheck
+	shellcheck tools/*.sh .ci/run
 	tools/ansible_test.sh
 
 # Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
@@ -135,7 +142,7 @@ sanity: venv
 # 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints);
 # monitoring with the real Prometheus; the AWX job templates through ansible-runner; the day-two
 # operations (restart, upgrade, a failed group, remove and scale) under load with no failed request.
-test: venv venv-vllm venv-bench venv-eval lint sanity
+test: venv venv-vllm venv-bench venv-eval venv-galaxy lint sanity
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
 	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).
@@ -147,17 +154,19 @@ test: venv venv-vllm venv-bench venv-eval lint sanity
 	tools/ee.sh setup
 	# The tiny model: the sandbox's, and the one the benchmark and evaluation playbooks run against.
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
+	# The test hosts' Debian packages; the front door's tests run its nginx on the controller too.
+	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	# The table-driven suites are independent: one worker per core, a test file per worker at a
-	# time (a module that starts one vLLM server for its tests keeps them on one worker).
-	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration $(PYTEST_ARGS)
+	# time (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
+	# builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
+	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration tests/collection $(PYTEST_ARGS)
 	# Molecule's scenarios are in extensions/molecule (their shared settings in its config.yml), found from
 	# the collection root; its default scenario plans the sandbox with playbooks/plan.yml, on no host.
 	$(BIN)/molecule test -s default
-	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
-	# One host set and one deployment (with API keys) for both: tests/cluster_sandbox.py.
+	# One host set and one deployment (with API keys) for both: tests/helpers/cluster_sandbox.py.
 	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
 	# The day-two operations under load on the HA sandbox (its own host set, replacing the one above).
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)

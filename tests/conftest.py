@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -18,10 +19,11 @@ VENV_BIN = Path(sys.executable).parent
 EXAMPLES = ROOT / "inventories" / "examples"
 SPEC_DIR = ROOT.parent / "shared" / "spec"
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner  # noqa: E402
 
-# The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``).
-pytest_plugins = ["secured_sandbox", "cluster_sandbox"]
+# The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``);
+# the collection's built artifact and its dependencies (fixture ``artifact``, tests/collection).
+pytest_plugins = ["helpers.secured_sandbox", "helpers.cluster_sandbox", "helpers.collection_artifact"]
 
 
 def ansible_env():
@@ -32,10 +34,10 @@ def ansible_env():
     return env
 
 
-def inventory_list(path):
-    """``ansible-inventory --list`` of ``path``, parsed."""
+def inventory_list(path, export=False):
+    """``ansible-inventory --list`` of ``path``, parsed (``export``: group variables kept on their groups)."""
     out = subprocess.run(
-        [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"],
+        [str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"] + (["--export"] if export else []),
         check=True,
         capture_output=True,
         text=True,
@@ -111,7 +113,13 @@ def write_sandbox_inventory(folder, name):
 def sandbox_inventory_input(name):
     """Groups and host variables of the sandbox inventory ``name``, as Ansible resolves them."""
     path = write_sandbox_inventory(ROOT / ".cache" / "tests" / "inventories" / name, name)
-    return inventory_input(str(path))
+    data = copy.deepcopy(inventory_input(str(path)))
+    # What Ansible's templating makes of the group_vars' paths under the checkout.
+    for hostvars in data["hostvars"].values():
+        for key, value in hostvars.items():
+            if isinstance(value, str) and "{{ k3_sandbox_root }}" in value:
+                hostvars[key] = value.replace("{{ k3_sandbox_root }}", str(ROOT))
+    return data
 
 
 def example_names():
@@ -135,3 +143,46 @@ def skip_or_fail(reason):
     if os.environ.get("CI"):
         pytest.fail("in CI: " + reason)
     pytest.skip(reason)
+
+
+VLLM_PY = ROOT / ".venv" / "vllm" / "bin" / "python"
+
+
+@functools.cache
+def vllm_routes(key):
+    """Every route of the pinned vLLM's API server, called without, with a wrong and with ``key``
+    through the collection's guard (tests/contract/vllm_routes.py, in .venv/vllm)."""
+    if not VLLM_PY.exists():
+        skip_or_fail(".venv/vllm is missing: run `make venv-vllm` for the vLLM route contract")
+    scratch = ROOT / ".cache" / "vllm-routes"
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, TMPDIR=str(scratch), VLLM_CACHE_ROOT=str(scratch), HF_HOME=str(scratch))
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch)
+    guard = ROOT / "plugins" / "plugin_utils" / "data"
+    out = subprocess.run(
+        [str(VLLM_PY), str(ROOT / "tests" / "contract" / "vllm_routes.py"), str(guard), key],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env=env,
+    )
+    return json.loads(out.stdout)
+
+
+DEBIAN_DEBS = ROOT / ".cache" / "debian-debs" / "pool"
+
+
+@functools.cache
+def nginx_program():
+    """Debian's nginx (the package the front door installs on the hosts), unpacked from the test
+    hosts' local repository (tools/fetch_debs.sh) into .cache/nginx, to run on the controller."""
+    debs = sorted(DEBIAN_DEBS.glob("nginx_*.deb"))
+    if not debs:
+        skip_or_fail("no nginx package in .cache/debian-debs: run `tools/fetch_debs.sh` (make test does)")
+    folder = ROOT / ".cache" / "nginx"
+    program = folder / "usr" / "sbin" / "nginx"
+    if not program.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(folder)], check=True)
+    return program

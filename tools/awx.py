@@ -4,14 +4,15 @@
 tools/awx.py render [-s SETTINGS] [-o FILE]
     The objects in awxkit's import layout (JSON): organization, project, inventory and its
     source, execution environment, credentials, a job template per operation with its survey,
-    the deploy workflow. SETTINGS (YAML) overrides plugins/plugin_utils/_awx.py's
+    the deploy workflow. SETTINGS (YAML) overrides plugins/plugin_utils/operations/_awx.py's
     DEFAULT_SETTINGS (organization, project scm_url, inventory source_path, EE image ...).
 
 tools/awx.py apply [-s SETTINGS]
     `awx import` of those objects into the AWX at $CONTROLLER_HOST with $CONTROLLER_OAUTH_TOKEN
     (awxkit's own variables; nothing secret in an argument). The credentials' secrets are read
-    from the files named by K3_AWX_SSH_KEY_FILE, K3_AWX_VAULT_PASSWORD_FILE and
-    K3_AWX_API_KEY_FILE when set, and only ever go to awx's standard input.
+    from the files named by K3_AWX_SSH_KEY_FILE, K3_AWX_VAULT_PASSWORD_FILE,
+    K3_AWX_API_KEY_FILE, K3_AWX_ADMIN_API_KEY_FILE and K3_AWX_MONITORING_PASSWORD_FILE when set,
+    and only ever go to awx's standard input.
 
 tools/awx.py job OPERATION DIR -i INVENTORY [-e JSON] [--tags T] [--limit L] [--check]
     DIR becomes the private data folder AWX gives ansible-runner for that job template: the
@@ -37,19 +38,23 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._awx import (  # noqa: E402
     awx_assets,
     load_operations,
     survey_defaults,
 )
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import load_contract  # noqa: E402
 
 # The file each credential type's secret input is read from (by the type's kind: Machine, Vault,
 # the collection's API-key type).
 SECRET_FILES = {
-    "ssh": ("K3_AWX_SSH_KEY_FILE", "ssh_key_data"),
-    "vault": ("K3_AWX_VAULT_PASSWORD_FILE", "vault_password"),
-    "cloud": ("K3_AWX_API_KEY_FILE", "api_key"),
+    "ssh": [("K3_AWX_SSH_KEY_FILE", "ssh_key_data")],
+    "vault": [("K3_AWX_VAULT_PASSWORD_FILE", "vault_password")],
+    "cloud": [
+        ("K3_AWX_API_KEY_FILE", "api_key"),
+        ("K3_AWX_ADMIN_API_KEY_FILE", "admin_api_key"),
+        ("K3_AWX_MONITORING_PASSWORD_FILE", "monitoring_password"),
+    ],
 }
 
 
@@ -76,18 +81,20 @@ def apply(args):
         sys.exit("apply: set CONTROLLER_HOST (the AWX URL) and CONTROLLER_OAUTH_TOKEN (a token of an AWX user)")
     data = assets(args.settings)
     for credential in data["credentials"]:
-        variable, field = SECRET_FILES[credential["credential_type"]["kind"]]
-        if os.environ.get(variable):
-            credential["inputs"][field] = Path(os.environ[variable]).read_text().rstrip("\n")
+        for variable, field in SECRET_FILES[credential["credential_type"]["kind"]]:
+            if os.environ.get(variable):
+                credential["inputs"][field] = Path(os.environ[variable]).read_text().rstrip("\n")
     awx = Path(sys.executable).parent / "awx"
     proc = subprocess.run([str(awx), "import"], input=json.dumps(data), text=True, check=False)
     sys.exit(proc.returncode)
 
 
 def inventory_script(source):
-    """The inventory as AWX gives it to a job: a script that prints what the source imported."""
+    """The inventory as AWX gives it to a job: a script that prints what the source imported. AWX
+    keeps a group's variables on the group (--export), so the controller's implicit localhost, where
+    verify and the plan run, sees those of group all too (k3_tls_ca, say)."""
     listed = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list"],
+        [str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(source), "--list", "--export"],
         capture_output=True,
         text=True,
         check=True,

@@ -6,7 +6,7 @@
     .venv/ansible/bin/python tools/gen_cli_flags.py --check    # exit 1 if the committed data differs
 
 The data lives in plugins/plugin_utils/data/cli_flags_<program>.json and is read by
-plugins/plugin_utils/_cli_flags.py. Each file has a header (program, version, how it was made)
+plugins/plugin_utils/plan/_cli_flags.py. Each file has a header (program, version, how it was made)
 and `flags`: every option string the program takes, mapped to whether it takes a value
 ("none", "optional" or "required"). Header keys read by the checker: `underscores` (the program
 reads `--a_b` as `--a-b`), `abbreviations` (the program completes a unique prefix; the checker
@@ -423,50 +423,51 @@ def main(arguments=None):
         elif options.proxy_source:
             fresh = proxy_data(Path(options.proxy_source).read_text(encoding="utf-8"), options.proxy_commit)
         else:
-            # Nothing to run: keep the committed data, check its form.
-            if committed_text is None:
-                print("%s: %s is missing (give --proxy-source)" % (program, path), file=sys.stderr)
-                status = 1
-                continue
-            try:
-                problems = check_form(json.loads(committed_text), program)
-            except json.JSONDecodeError as exc:
-                problems = ["%s: %s is not JSON: %s" % (program, shown(path), exc)]
-            for problem in problems:
-                print(problem, file=sys.stderr)
-            if problems:
-                status = 1
-            else:
-                print(
-                    "%s: %s kept (read from its upstream source; --proxy-source to read it again)"
-                    % (program, shown(path))
-                )
+            status |= keep_committed(program, path, committed_text)
             continue
         problems = check_form(fresh, program)
         if problems:
             raise RuntimeError("\n".join(problems))
-        fresh_text = dump(fresh)
-        if options.check:
-            if fresh_text != committed_text:
-                status = 1
-                print("%s: %s differs from the real program:" % (program, shown(path)), file=sys.stderr)
-                diff = difflib.unified_diff(
-                    (committed_text or "").splitlines(),
-                    fresh_text.splitlines(),
-                    "committed",
-                    "generated",
-                    lineterm="",
-                )
-                for line in list(diff)[:200]:
-                    print(line, file=sys.stderr)
-            else:
-                print("%s: %s is up to date (%d flags)" % (program, shown(path), len(fresh["flags"])))
-        elif fresh_text != committed_text:
-            path.write_text(fresh_text, encoding="utf-8")
-            print("%s: wrote %s (%d flags)" % (program, shown(path), len(fresh["flags"])))
-        else:
-            print("%s: %s unchanged" % (program, shown(path)))
+        status |= write_or_compare(program, path, committed_text, fresh, options.check)
     return status
+
+
+def keep_committed(program, path, committed_text):
+    """Nothing to run: keep the committed data, check its form. 1 on a problem."""
+    if committed_text is None:
+        print("%s: %s is missing (give --proxy-source)" % (program, path), file=sys.stderr)
+        return 1
+    try:
+        problems = check_form(json.loads(committed_text), program)
+    except json.JSONDecodeError as exc:
+        problems = ["%s: %s is not JSON: %s" % (program, shown(path), exc)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 1
+    print("%s: %s kept (read from its upstream source; --proxy-source to read it again)" % (program, shown(path)))
+    return 0
+
+
+def write_or_compare(program, path, committed_text, fresh, check):
+    """Write the fresh data (or, with ``check``, compare it with the committed); 1 when it differs."""
+    fresh_text = dump(fresh)
+    if check and fresh_text != committed_text:
+        print("%s: %s differs from the real program:" % (program, shown(path)), file=sys.stderr)
+        diff = difflib.unified_diff(
+            (committed_text or "").splitlines(), fresh_text.splitlines(), "committed", "generated", lineterm=""
+        )
+        for line in list(diff)[:200]:
+            print(line, file=sys.stderr)
+        return 1
+    if check:
+        print("%s: %s is up to date (%d flags)" % (program, shown(path), len(fresh["flags"])))
+    elif fresh_text != committed_text:
+        path.write_text(fresh_text, encoding="utf-8")
+        print("%s: wrote %s (%d flags)" % (program, shown(path), len(fresh["flags"])))
+    else:
+        print("%s: %s unchanged" % (program, shown(path)))
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
 #   tools/sandbox.sh inventory      write only the inventory of the hosts file (no host; no root)
 #
 # Every host sees, read-only and at the same absolute paths: $REPO/.venv/vllm, $REPO/.venv/services,
-# the pyenv Pythons they link to and the model folder $REPO/.cache/sandbox/models; read-write:
+# the pyenv Pythons they link to, the model folder $REPO/.cache/sandbox/models and the front door's
+# TLS files $REPO/.cache/sandbox/tls (tools/sandbox_tls.py makes them); read-write:
 # $REPO/.cache/sandbox/shared as /srv/k3-shared. Root logs in with $REPO/.cache/sandbox/id_ed25519.
 #
 # Runs as root. The controller's PID 1 is not systemd: every nspawn is a background process
@@ -69,6 +70,10 @@ STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
 # A container's console when its orderly halt went wrong (see stop_hosts).
 HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency failed for.*(halt|poweroff)[.]target'
 RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
+# The front door's certificate and key, and the CA that signed them (tools/sandbox_tls.py): "files
+# already on the hosts", as a site's own certificate tooling would leave them.
+TLS_DIR=$SANDBOX_CACHE/tls
+RO_BINDS+=("$TLS_DIR")
 # More read-only folders for every host, at the same path (e.g. a test package repository).
 read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
 # The hosts have no route out: their distribution's mirror is a local one, when there is one.
@@ -451,6 +456,7 @@ cmd_up() {
   ensure_tools
   build_base
   ensure_key
+  "$REPO/.venv/ansible/bin/python" "$REPO/tools/sandbox_tls.py" "$TLS_DIR" "$SUBNET" | while read -r line; do log "$line"; done
   ensure_bridge
   modprobe overlay 2>/dev/null || true
   # Every host's systemd takes inotify instances of the machine's shared limit (128 by default):

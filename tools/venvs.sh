@@ -5,6 +5,7 @@
 #   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router)
 #   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
 #   tools/venvs.sh eval      only .venv/eval (inspect-ai and the OpenAI client, Python 3.12)
+#   tools/venvs.sh galaxy    only .venv/galaxy (galaxy-importer, what Galaxy runs on an upload)
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
 # the same pins is a no-op. A venv without a matching stamp (half-built, or built with
@@ -26,6 +27,10 @@ INSPECT_AI_VERSION=0.3.285
 OPENAI_VERSION=3.57.0
 PYARROW_VERSION=26.0.1
 PILLOW_VERSION=13.0.0
+# What Galaxy and Automation Hub run on every upload (tests/collection/test_galaxy_import.py). Its
+# own venv: it pins attrs<24, which the controller's venv is past. ansible-core as the controller's.
+GALAXY_IMPORTER_VERSION=0.4.44
+GALAXY_ANSIBLE_CORE_VERSION=2.21.5
 # Built from PyPI but CUDA builds (torchvision/torchaudio/torchcodec) or GPU-only (triton):
 # they break `import transformers` on a CPU host, so they are removed after the install.
 VLLM_REMOVE="torchvision torchaudio torchcodec triton"
@@ -35,6 +40,7 @@ VLLM_PYTHON=${VLLM_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python}
 SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 # inspect-ai needs Python >= 3.10; the specification's toolkit asks for 3.12.
 EVAL_PYTHON=${EVAL_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+GALAXY_PYTHON=${GALAXY_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 
 # K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
 # touching the ones in use); venvs are not relocatable, so build them where they run.
@@ -42,6 +48,7 @@ VENV_ROOT=${K3_VENV_ROOT:-.venv}
 VLLM_VENV=$VENV_ROOT/vllm
 SERVICES_VENV=$VENV_ROOT/services
 EVAL_VENV=$VENV_ROOT/eval
+GALAXY_VENV=$VENV_ROOT/galaxy
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
 RECIPE=1
@@ -84,6 +91,10 @@ pins_hash() { # $1 = venv kind, $2 = python
     eval)
       printf 'recipe=%s python=%s inspect-ai=%s openai=%s pyarrow=%s pillow=%s\n' \
         "$RECIPE" "$pyver" "$INSPECT_AI_VERSION" "$OPENAI_VERSION" "$PYARROW_VERSION" "$PILLOW_VERSION"
+      ;;
+    galaxy)
+      printf 'recipe=%s python=%s galaxy-importer=%s ansible-core=%s\n' \
+        "$RECIPE" "$pyver" "$GALAXY_IMPORTER_VERSION" "$GALAXY_ANSIBLE_CORE_VERSION"
       ;;
   esac | sha256sum | cut -d' ' -f1
 }
@@ -271,14 +282,34 @@ build_eval() {
   log "$EVAL_VENV: ready ($(du -sh "$EVAL_VENV" | cut -f1))"
 }
 
+build_galaxy() {
+  local want
+  want=$(pins_hash galaxy "$GALAXY_PYTHON")
+  if ready_or_clean "$GALAXY_VENV" "$want"; then
+    log "$GALAXY_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$GALAXY_VENV: create venv with $GALAXY_PYTHON"
+  "$GALAXY_PYTHON" -m venv "$GALAXY_VENV"
+  done_step
+  step "$GALAXY_VENV: install galaxy-importer==$GALAXY_IMPORTER_VERSION ansible-core==$GALAXY_ANSIBLE_CORE_VERSION"
+  pip_q "$GALAXY_VENV" install "galaxy-importer==$GALAXY_IMPORTER_VERSION" "ansible-core==$GALAXY_ANSIBLE_CORE_VERSION"
+  done_step
+  step "$GALAXY_VENV: smoke test (import galaxy_importer.main)"
+  "$GALAXY_VENV/bin/python" -c 'import galaxy_importer.main'
+  done_step
+  printf '%s\n' "$want" >"$GALAXY_VENV/$STAMP_NAME"
+  log "$GALAXY_VENV: ready ($(du -sh "$GALAXY_VENV" | cut -f1))"
+}
+
 usage() {
-  sed -n '2,11p' "$SCRIPT" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  vllm | services | bench | eval) ;;
+  vllm | services | bench | eval | galaxy) ;;
   *) usage ;;
 esac
 # One build at a time: a second run waits, then finds the stamps and does nothing.
@@ -296,5 +327,6 @@ case "$1" in
   services) build_services ;;
   bench) build_bench ;;
   eval) build_eval ;;
+  galaxy) build_galaxy ;;
 esac
 log "all done in $((SECONDS - T0))s"

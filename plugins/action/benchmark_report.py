@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._benchmark import BenchmarkError, report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._common import BenchmarkError
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._report import ReportSettings, report
 
 
 def _exit_codes(results):
@@ -42,15 +43,14 @@ class ActionModule(ActionBase):
             result.update(changed=False, skipped=True, msg="check mode: no benchmark ran, nothing to report")
             return result
         try:
-            out = report(
-                args["run_dir"],
-                args["points"],
+            settings = ReportSettings(
                 results=_exit_codes(args.get("results")),
                 gates=args.get("gates") or [],
                 baseline_dir=args.get("baseline") or "",
                 target_info=args.get("target"),
                 regression_metrics=args.get("regression_metrics") or None,
             )
+            out = report(args["run_dir"], args["points"], settings)
         except BenchmarkError as exc:
             result.update(failed=True, msg=str(exc))
             return result

@@ -9,10 +9,9 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_inputs import MONITORING_GROUP
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import write_files
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_report import REPORT_FILE, report_file
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_inputs import MONITORING_GROUP
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_output import write_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import (
     FACT_VARIABLES,
     ROLE_GROUPS,
     PlanError,
@@ -20,7 +19,8 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import (
     build_plan,
     plan_files,
 )
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._file import REPORT_FILE, report_file
 
 
 class ActionModule(ActionBase):

@@ -80,6 +80,10 @@ def argv_runs(running, planned, runtime="host"):
     """
     if not running or not planned:
         return False
+    if len(running) == 1 and " " in running[0]:
+        # A title the process set itself over its argv (nginx: "nginx: master process ARGV").
+        title = running[0]
+        running = title.partition("master process ")[2].split() or title.split()
     args = list(planned[1:])
     if runtime != "host":
         return running[len(running) - len(args) :] == args if args else True

@@ -35,16 +35,8 @@ options:
       - Tools are always run from the host.
     type: path
     default: /
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: It only reads; there is no change to show.
-  idempotent:
-    support: full
-    description: Never changes anything.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 notes:
   - Keys are always present; a fact that could not be found is V(null) (or an empty list).
 author:

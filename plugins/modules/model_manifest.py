@@ -32,16 +32,8 @@ options:
     description: Files up to this size are always hashed whole.
     type: int
     default: 16777216
-attributes:
-  check_mode:
-    support: full
-    description: Only reads.
-  diff_mode:
-    support: none
-    description: It only reads; there is no change to show.
-  idempotent:
-    support: full
-    description: Only reads.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """

@@ -86,16 +86,8 @@ options:
     description: Longest time the listeners stay up, in seconds.
     type: float
     default: 15
-attributes:
-  check_mode:
-    support: full
-    description: Only reads (and listens for a few seconds); runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: It only reads; there is no change to show.
-  idempotent:
-    support: full
-    description: Never changes anything.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -153,205 +145,27 @@ listener:
   sample: {"listened": [8100], "held": [], "errors": {}, "token": "6f1c0e52a9d3b471"}
 """
 
-import fcntl
-import glob
-import ipaddress
-import json
-import os
-import socket
-import struct
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import preflight
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def read_json(path):
-    text = read(path)
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def interfaces(module):
-    ip = module.get_bin_path("ip")
-    if ip:
-        rc, out, _err = module.run_command([ip, "-j", "addr", "show"], environ_update={"LC_ALL": "C"})
-        if rc == 0:
-            try:
-                return preflight.parse_ip_json(out)
-            except ValueError:
-                pass
-    # Without iproute2: names from /sys, IPv4 from an ioctl, IPv6 from /proc/net/if_inet6.
-    out = []
-    v6 = {}
-    for line in (read("/proc/net/if_inet6") or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 6:
-            v6.setdefault(fields[5], []).append(str(ipaddress.ip_address(bytes.fromhex(fields[0]))))
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        for name in sorted(os.listdir("/sys/class/net")):
-            addresses = []
-            try:
-                packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
-                addresses.append(socket.inet_ntoa(packed[20:24]))
-            except OSError:
-                pass
-            state = (read("/sys/class/net/%s/operstate" % name) or "").strip().upper() or None
-            out.append({"name": name, "state": state, "addresses": addresses + v6.get(name, [])})
-    finally:
-        probe.close()
-    return out
-
-
-def resolve(ip):
-    try:
-        ipaddress.ip_address(ip)
-        return []
-    except ValueError:
-        pass
-    try:
-        return sorted({info[4][0] for info in socket.getaddrinfo(ip, None)})
-    except OSError:
-        return []
-
-
-def listeners(ports):
-    """Listening TCP sockets on ``ports``, each with the process (pid, command, unit) holding it."""
-    socks = []
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        socks += [s for s in preflight.parse_proc_net_tcp(read(path)) if s["port"] in ports]
-    wanted = {"socket:[%s]" % s["inode"]: s for s in socks}
-    owners = {}
-    if wanted:
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                fds = os.listdir("/proc/%s/fd" % pid)
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
-                except OSError:
-                    continue
-                if link in wanted and link not in owners:
-                    owners[link] = int(pid)
-            if len(owners) == len(wanted):
-                break
-    out = []
-    for link, sock in wanted.items():
-        pid = owners.get(link)
-        entry = {"port": sock["port"], "address": sock["address"], "pid": pid, "command": None, "unit": None}
-        if pid:
-            entry["comm"] = (read("/proc/%d/comm" % pid) or "").strip()
-            cmdline = (read("/proc/%d/cmdline" % pid) or "").replace("\0", " ").strip()
-            entry["command"] = (cmdline or (read("/proc/%d/comm" % pid) or "").strip())[:160]
-            unit, container = preflight.unit_of_cgroup(read("/proc/%d/cgroup" % pid))
-            if container:
-                config = read_json("/var/lib/docker/containers/%s/config.v2.json" % container) or {}
-                entry["unit"] = (config.get("Name") or "").lstrip("/") or "docker container %s" % container[:12]
-            else:
-                entry["unit"] = unit
-        out.append(entry)
-    return sorted(out, key=lambda e: (e["port"], e["address"]))
-
-
-def host_environment(module):
-    sources = [("/etc/environment", preflight.parse_env_lines(read("/etc/environment")))]
-    systemctl = module.get_bin_path("systemctl")
-    if systemctl:
-        rc, out, _err = module.run_command([systemctl, "show-environment"], environ_update={"LC_ALL": "C"})
-        if rc == 0:
-            sources.append(
-                ("systemd's manager environment (systemctl show-environment)", preflight.parse_env_lines(out))
-            )
-    return sources
-
-
-def docker_environment(client_config):
-    sources = []
-    for path in sorted(
-        glob.glob("/etc/systemd/system/docker.service.d/*.conf")
-        + glob.glob("/run/systemd/system/docker.service.d/*.conf")
-    ):
-        sources.append(("docker's systemd drop-in %s" % path, preflight.parse_unit_environment(read(path))))
-    sources.append(
-        ("/etc/docker/daemon.json (proxies)", preflight.docker_daemon_proxies(read_json("/etc/docker/daemon.json")))
-    )
-    sources.append(
-        (
-            "%s (proxies the docker client injects)" % client_config,
-            preflight.docker_client_proxies(read_json(client_config)),
-        )
-    )
-    return sources
-
-
-def nearest_existing(path):
-    path = os.path.abspath(path)
-    while not os.path.exists(path) and path != "/":
-        path = os.path.dirname(path)
-    return path
-
-
-def sizes(root):
-    out = {}
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            full = os.path.join(folder, name)
-            try:
-                out[os.path.relpath(full, root)] = os.stat(full).st_size
-            except OSError:
-                continue
-    return out
-
-
-def folders(paths, sources):
-    sources = {k.rstrip("/") or "/": v for k, v in (sources or {}).items()}
-    out = []
-    for item in paths:
-        path = item["path"]
-        entry = {"path": path, "draft": bool(item.get("draft")), "exists": os.path.isdir(path)}
-        source = sources.get(path.rstrip("/") or "/")
-        if source:
-            entry["source"] = source
-            entry["source_exists"] = os.path.isdir(source)
-            if entry["source_exists"]:
-                have = sizes(path) if entry["exists"] else {}
-                entry["need"] = sum(size for rel, size in sizes(source).items() if have.get(rel) != size)
-        base = nearest_existing(path)
-        try:
-            st = os.statvfs(base)
-            entry["fs"] = os.stat(base).st_dev
-            entry["free"] = st.f_bavail * st.f_frsize
-        except OSError:
-            entry["fs"], entry["free"] = base, None
-        out.append(entry)
-    return out
-
-
-def shm_size():
-    if not os.path.isdir("/dev/shm"):
-        return None
-    try:
-        st = os.statvfs("/dev/shm")
-    except OSError:
-        return None
-    return st.f_blocks * st.f_frsize
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_checks import (
+    check_address,
+    check_ports,
+    check_shm,
+    check_space,
+)
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_common import messages, port_range
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import listen_problems
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_gather import (
+    docker_environment,
+    folders,
+    host_environment,
+    interfaces,
+    listeners,
+    resolve,
+    shm_size,
+)
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_listener import spawn_listener
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_proxies import check_proxies
 
 
 def main():
@@ -383,16 +197,16 @@ def main():
     result = {"interfaces": [], "listeners": [], "folders": [], "shm_bytes": None, "listener": {}}
     if wanted("addresses"):
         result["interfaces"] = interfaces(module)
-        problems += preflight.check_address(
-            host, p["ip"], result["interfaces"], services, p["nic"] or None, resolve(p["ip"])
+        problems += check_address(
+            host, p["ip"], result["interfaces"], services, p["nic"] or None, resolved=resolve(p["ip"])
         )
     if wanted("ports"):
-        ports = {n for svc in services for port in svc.get("ports") or [] for n in preflight.port_range(port)}
+        ports = {n for svc in services for port in svc.get("ports") or [] for n in port_range(port)}
         result["listeners"] = listeners(ports)
-        problems += preflight.check_ports(host, services, result["listeners"])
+        problems += check_ports(host, services, result["listeners"])
     if wanted("proxies"):
         docker = any(svc.get("runtime") == "docker" for svc in services)
-        problems += preflight.check_proxies(
+        problems += check_proxies(
             host,
             p["ip"],
             services,
@@ -403,15 +217,15 @@ def main():
     engines = any(svc.get("kind") == "vllm" for svc in services)
     if wanted("space") and engines and p["model_paths"]:
         result["folders"] = folders(p["model_paths"], p["sources"])
-        problems += preflight.check_space(host, result["folders"], p["min_free_bytes"])
+        problems += check_space(host, result["folders"], p["min_free_bytes"])
     if wanted("shm"):
         result["shm_bytes"] = shm_size()
-        problems += preflight.check_shm(host, services, result["shm_bytes"], p["shm_bytes"])
+        problems += check_shm(host, services, result["shm_bytes"], p["shm_bytes"])
     if p["listen"]:
         # Last: the port check above has read the host without these sockets.
-        result["listener"] = preflight.spawn_listener(p["listen"], host, p["listen_timeout"])
-        problems += preflight.listen_problems(host, result["listener"])
-    module.exit_json(changed=False, problems=preflight.messages(problems), **result)
+        result["listener"] = spawn_listener(p["listen"], host, p["listen_timeout"])
+        problems += listen_problems(host, result["listener"])
+    module.exit_json(changed=False, problems=messages(problems), **result)
 
 
 if __name__ == "__main__":

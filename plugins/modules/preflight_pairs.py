@@ -12,7 +12,7 @@ short_description: The planned connections between hosts, for the preflight conn
 version_added: 0.1.0
 description:
   - Derives from the plan which host connects to which port of which other host, and why
-    (see C(plugins/module_utils/preflight.py), C(connections)).
+    (see C(plugins/module_utils/preflight_connections.py), C(connections)).
   - A service waits for each service of its C(after) list at that service's health URL; a router or
     proxy sends requests to every engine's HTTP port; engines register with the router's
     C(discovery) port; data-parallel followers join their node 0 at the C(dp-rpc) port; decode
@@ -31,16 +31,8 @@ options:
         them is not tested; C(untested) counts them. Default every planned host.
     type: list
     elements: str
-attributes:
-  check_mode:
-    support: full
-    description: Only computes; runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: It only reads; there is no change to show.
-  idempotent:
-    support: full
-    description: Never changes anything.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -79,7 +71,7 @@ hosts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight import connections, probes
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import connections, probes
 
 
 def main():

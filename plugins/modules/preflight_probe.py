@@ -44,16 +44,8 @@ options:
       - Instead, end this host's listener (C({port, token}) from M(kimi_k3.serving.preflight_host)'s C(listener))
         when a connection it waits for did not come.
     type: dict
-attributes:
-  check_mode:
-    support: full
-    description: Only connects for a few seconds; runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: Its listeners are short-lived and leave nothing behind; there is no change to show.
-  idempotent:
-    support: full
-    description: Leaves nothing behind.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -98,7 +90,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import preflight
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_checks import check_clock
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_common import messages
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connect import connect
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import connection_problems
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_listener import stop_listener
 
 
 def process_start_time():
@@ -130,15 +126,15 @@ def main():
     )
     p = module.params
     if p["stop"]:
-        stopped = preflight.stop_listener(p["stop"]["port"], p["stop"]["token"])
+        stopped = stop_listener(p["stop"]["port"], p["stop"]["token"])
         module.exit_json(changed=False, stopped=stopped, connections=[], clock_skew=None, problems=[])
-    results = preflight.connect(p["connect"], p["host"], p["timeout"])
-    problems = preflight.connection_problems(p["host"], results, p["timeout"])
+    results = connect(p["connect"], p["host"], p["timeout"])
+    problems = connection_problems(p["host"], results, p["timeout"])
     skew = None
     if p["controller_time"] is not None:
         skew = round(started - p["controller_time"], 3)
-        problems += preflight.check_clock(p["host"], started, p["controller_time"], p["clock_skew_max"])
-    module.exit_json(changed=False, connections=results, clock_skew=skew, problems=preflight.messages(problems))
+        problems += check_clock(p["host"], started, p["controller_time"], p["clock_skew_max"])
+    module.exit_json(changed=False, connections=results, clock_skew=skew, problems=messages(problems))
 
 
 if __name__ == "__main__":

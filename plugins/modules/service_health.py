@@ -137,6 +137,18 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe impo
 )
 
 
+def _state(props, restarts_before, require_active, url, api_key, ca_path):
+    """failed, stopped or healthy once the unit is one of them; None while it is on its way."""
+    active = props.get("ActiveState", "")
+    if active == "failed" or int(props.get("NRestarts", "0") or 0) > restarts_before:
+        return "failed"
+    if active in ("inactive", "deactivating") and require_active:
+        return "stopped"
+    if active == "active" and (not url or http_status(url, api_key, ca_path) == 200):
+        return "healthy"
+    return None
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -180,19 +192,7 @@ def main():
     while pending:
         for name, svc in list(pending.items()):
             props = unit_properties(module.run_command, svc["unit"]) if check_units else {"ActiveState": "active"}
-            active = props.get("ActiveState", "")
-            restarts = int(props.get("NRestarts", "0") or 0)
-            state = None
-            if active == "failed":
-                state = "failed"
-            elif restarts > baseline[name]:
-                state = "failed"
-            elif active in ("inactive", "deactivating") and module.params["require_active"]:
-                state = "stopped"
-            elif svc.get("url") and active == "active" and http_status(svc["url"], api_key, ca_path) == 200:
-                state = "healthy"
-            elif not svc.get("url") and active == "active":
-                state = "healthy"
+            state = _state(props, baseline[name], module.params["require_active"], svc.get("url"), api_key, ca_path)
             if state:
                 results[name] = {
                     "name": name,

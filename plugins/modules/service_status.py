@@ -13,7 +13,8 @@ version_added: 0.1.0
 description:
   - For each planned service, reads its systemd unit (state, restarts, main process), asks its health
     URL once, compares the running process's argv with the planned argv and reads which version runs
-    (the image of a container, the package version in the host runtime's virtualenv).
+    (the image of a container, the package version in the host runtime's virtualenv, nginx's own for
+    the front door).
   - With O(planned_units), lists the units on the host that the collection wrote (their first line says
     C(Managed by kimi_k3.serving)) and that are not among them.
   - Only reads; never fails on what it finds (the caller decides what is a problem).
@@ -59,16 +60,8 @@ options:
     description: The docker client, for services of the docker runtime.
     type: path
     default: /usr/bin/docker
-attributes:
-  check_mode:
-    support: full
-    description: Only reads, in check mode too.
-  diff_mode:
-    support: none
-    description: It only reads; there is no change to show.
-  idempotent:
-    support: full
-    description: Only reads; never changes anything.
+extends_documentation_fragment:
+  - kimi_k3.serving.attributes.read_only
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -116,7 +109,9 @@ services:
       description: The unit file changed on disk and systemd has not reloaded it.
       type: bool
     version:
-      description: The image (docker) or the package version (host runtime) that runs, when known.
+      description: >-
+        The image (docker), the package version (host runtime) or the program's own (nginx -v) that
+        runs, when known.
       type: str
 unplanned:
   description: The collection's units on this host that are not in O(planned_units) (empty without it).
@@ -126,6 +121,7 @@ unplanned:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -138,6 +134,8 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe impo
 )
 
 MARK = "# Managed by kimi_k3.serving"
+# Programs that are no Python distribution: the flag that prints their version, and how to read it.
+PROGRAM_VERSIONS = {"front_door": ("-v", r"nginx/(\S+)")}
 
 
 def service_report(module, svc):
@@ -153,6 +151,11 @@ def service_report(module, svc):
             [module.params["docker"], "inspect", "--format", "{{.Config.Image}}", svc["unit"]], check_rc=False
         )
         version = out.strip() if rc == 0 else None
+    elif running and svc.get("kind") in PROGRAM_VERSIONS:
+        flag, pattern = PROGRAM_VERSIONS[svc["kind"]]
+        rc, out, err = module.run_command([(svc.get("argv") or ["nginx"])[0], flag], check_rc=False)
+        found = re.search(pattern, out + err) if rc == 0 else None
+        version = found.group(1) if found else None
     elif running:
         # The runtime's folders (a virtualenv's bin), then the program's own.
         dirs = list(module.params["search_path"]) + [os.path.dirname(p) for p in running[:2] if os.path.isabs(p)]

@@ -18,7 +18,7 @@ import time
 
 import pytest
 from conftest import ROOT, VENV_BIN
-from sandbox_run import recap, run, session_args
+from helpers.sandbox_run import playbook, recap, run
 
 INVENTORY = ROOT / "inventories" / "sandbox"
 HOST_VARS = INVENTORY / "host_vars"
@@ -56,16 +56,7 @@ ls -A /root/.ansible_async 2>/dev/null | sed 's/^/async job file: /'
 def site(*args, check=True):
     """site.yml on the sandbox, with each role's time (ansible.posix.profile_roles)."""
     started = time.monotonic()
-    proc = run(
-        VENV_BIN / "ansible-playbook",
-        "site.yml",
-        "-i",
-        INVENTORY,
-        *session_args(args),
-        *args,
-        check=check,
-        env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_roles"},
-    )
+    proc = playbook("site.yml", *args, check=check, env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_roles"})
     proc.seconds = time.monotonic() - started
     return proc
 
@@ -137,17 +128,9 @@ def refused(*args):
 
 @pytest.fixture(scope="module")
 def sandbox(sandbox_hosts):
-    """The sandbox's hosts with nothing of the collection on them (tests/cluster_sandbox.py's)."""
+    """The sandbox's hosts with nothing of the collection on them (tests/helpers/cluster_sandbox.py's)."""
     if sandbox_hosts["deployed"]:
-        run(
-            VENV_BIN / "ansible-playbook",
-            "playbooks/teardown.yml",
-            "-i",
-            INVENTORY,
-            *session_args(()),
-            "-e",
-            "confirm=yes",
-        )
+        playbook("playbooks/teardown.yml", "-e", "confirm=yes")
         sandbox_hosts["deployed"] = False
     try:
         yield sandbox_hosts

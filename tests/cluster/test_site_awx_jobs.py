@@ -1,11 +1,11 @@
 """The AWX job templates plan, verify, status and collect logs, run the way AWX runs them, on the deployed sandbox.
 
-No AWX server runs here; what it hands to ansible-runner does (tests/awx_jobs.py): tools/awx.py
+No AWX server runs here; what it hands to ansible-runner does (tests/helpers/awx_jobs.py): tools/awx.py
 lays out each job's private data folder (the project's tracked files, the inventory as the script
 AWX writes from its source, env/extravars with the survey's defaults and what the API-key
 credential injects, env/cmdline), the collections of collections/requirements.yml are installed
 into it as AWX's project sync does, and the real ansible-runner runs the job template's playbook
-against the real test hosts over SSH. The deployment is tests/cluster_sandbox.py's (two API keys);
+against the real test hosts over SSH. The deployment is tests/helpers/cluster_sandbox.py's (two API keys);
 nothing here changes it. Needs root.
 """
 
@@ -18,8 +18,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from awx_jobs import collection_roots, project_sync_collections, run_job
-from sandbox_run import INVENTORY
+from helpers.awx_jobs import collection_roots, project_sync_collections, run_job
+from helpers.sandbox_run import INVENTORY
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -30,13 +30,19 @@ def jobs(deployed, tmp_path_factory):
     root = tmp_path_factory.mktemp("awx-jobs")
 
     def run(operation, **extra):
-        # What the API-key credential injects (k3_api_key), and a plan folder of the job's own.
-        extra = {"k3_api_key": deployed["keys"], "k3_plan_dir": str(root / operation / "plan"), **extra}
+        # What the API-key credential injects, and a plan folder of the job's own.
+        extra = {
+            "k3_api_key": deployed["keys"],
+            "k3_admin_api_key": deployed["admin"],
+            "k3_monitoring_password": deployed["every_key"][3],
+            "k3_plan_dir": str(root / operation / "plan"),
+            **extra,
+        }
         proc = run_job(
             operation, root / operation / "job", INVENTORY / "hosts.yml", collections, "-e", json.dumps(extra)
         )
         text = proc.stdout + proc.stderr
-        assert not any(key in text for key in deployed["keys"]), "a key in the job's output"
+        assert not any(key in text for key in deployed["every_key"]), "a key in the job's output"
         return proc, root / operation
 
     return run
@@ -71,7 +77,7 @@ def test_collect_logs_job_writes_the_bundle_with_the_project_syncs_collections(j
         names = tar.getnames()
         data = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
     assert any(name.endswith("plan.json") for name in names)
-    assert not any(key.encode() in data for key in deployed["keys"])
+    assert not any(key.encode() in data for key in deployed["every_key"])
     # community.general.archive ran, and the job's requirements_collections (the project sync's) is
     # the only folder of the project's collections path that holds community.general here.
     actions = set()

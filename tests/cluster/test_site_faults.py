@@ -1,7 +1,7 @@
 """Faults on the real sandbox cluster: a service that fails to start, a stopped engine, and healing.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real
-systemd and SSH. Needs root; the deployed sandbox is tests/cluster_sandbox.py's.
+systemd and SSH. Needs root; the deployed sandbox is tests/helpers/cluster_sandbox.py's.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import os
 import re
 
 import pytest
-from conftest import ROOT, VENV_BIN
-from sandbox_run import HOST_VARS, INVENTORY, adhoc, playbook, recap, run, systemctl
+from conftest import ROOT
+from helpers.ansible_run import ansible_playbook
+from helpers.sandbox_run import HOST_VARS, INVENTORY, adhoc, playbook, recap, systemctl
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 # Each test ends with the converging site.yml run it checks; the weights test touches no service.
@@ -66,19 +67,9 @@ def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster)
     for host in ("k3-sb-dp0", "k3-sb-dp1"):
         adhoc(host, "ansible.builtin.copy", "src=%s/ dest=/var/tmp/k3-weights/ remote_src=true mode=preserve" % model)
     adhoc("k3-sb-dp1", "ansible.builtin.copy", "dest=/var/tmp/k3-weights/config.json content='{}'")
-    cmd = (
-        VENV_BIN / "ansible-playbook",
-        "site.yml",
-        "-i",
-        INVENTORY,
-        "--tags",
-        "prerequisites",
-        "--limit",
-        "engine,localhost",
-        "-e",
-        '{"model_weights_paths": ["/var/tmp/k3-weights"]}',
-    )
-    out = run(*cmd, check=False)
+    args = ("--tags", "prerequisites", "--limit", "engine,localhost")
+    args += ("-e", '{"model_weights_paths": ["/var/tmp/k3-weights"]}')
+    out = ansible_playbook("site.yml", *args, inventory=INVENTORY, check=False)
     assert out.returncode != 0
     assert "/var/tmp/k3-weights differs between k3-sb-dp0 and k3-sb-dp1: config.json" in out.stdout
     # The same revision on both passes.
@@ -87,4 +78,4 @@ def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster)
         "ansible.builtin.copy",
         "src=%s/config.json dest=/var/tmp/k3-weights/config.json remote_src=true" % model,
     )
-    assert run(*cmd).returncode == 0
+    assert ansible_playbook("site.yml", *args, inventory=INVENTORY).returncode == 0

@@ -1,7 +1,7 @@
 """--limit on the real sandbox cluster: one host, --check and for real, and a role on its own.
 
 Real test hosts (tools/sandbox.sh), real vLLM, vllm-router and MetaService, real systemd and SSH.
-Needs root; the deployed sandbox is tests/cluster_sandbox.py's.
+Needs root; the deployed sandbox is tests/helpers/cluster_sandbox.py's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from sandbox_run import playbook, recap, systemctl
+from helpers.sandbox_run import playbook, recap, systemctl
 
 HOSTS = ["k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode"]
 

@@ -6,7 +6,7 @@ on the plan's front-door host k3-sb-front, through the router with the deploymen
 run folder comes back to the controller. playbooks/evaluate.yml runs the service check and
 ToolCall (inspect-ai from the controller) through the router. The full default runs are what
 make sandbox does; tests/integration covers the scenarios, gates and failure paths on localhost.
-Needs root; the deployment is tests/cluster_sandbox.py's.
+Needs root; the deployment is tests/helpers/cluster_sandbox.py's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 from conftest import ROOT
-from sandbox_run import playbook
+from helpers.sandbox_run import playbook
 
 # The benchmark and the evaluation only send requests: the deployment is left as it was.
 LEAVES_CONVERGED = True
@@ -55,9 +55,9 @@ def test_benchmark_runs_from_the_front_host_through_the_router(cluster, tmp_path
         assert point["output_throughput"] > 0 and point["ttft_ms"]["p99"] > 0, point
     assert summary["failures"] == []
     assert (run / "throughput.png").stat().st_size > 10_000 and (run / "latency.png").is_file()
-    assert "http://10.77.0.11:8000" in (run / "summary.md").read_text()
-    no_key_in(run, cluster["keys"])
-    assert not any(key in out.stdout + out.stderr for key in cluster["keys"])
+    assert "https://10.77.0.11:8443" in (run / "summary.md").read_text()
+    no_key_in(run, cluster["every_key"])
+    assert not any(key in out.stdout + out.stderr for key in cluster["every_key"])
 
 
 def test_evaluate_checks_the_service_and_scores_toolcall_through_the_router(cluster, tmp_path):
@@ -80,9 +80,9 @@ def test_evaluate_checks_the_service_and_scores_toolcall_through_the_router(clus
     assert "effort_validated, stream, tools" in text
     run = tmp_path / "evaluations" / "sandbox"
     scores = json.loads((run / "scores.json").read_text())
-    assert scores["endpoint"] == "http://10.77.0.11:8000" and scores["gates"] == {"toolcall": 0}
+    assert scores["endpoint"] == "https://10.77.0.11:8443" and scores["gates"] == {"toolcall": 0}
     (toolcall,) = scores["scores"]
     assert (toolcall["benchmark"], toolcall["status"]) == ("toolcall", "success"), toolcall
     assert toolcall["samples"] == toolcall["completed"] == 4 and 0 <= toolcall["accuracy"] <= 1, toolcall
     assert list((run / "toolcall").glob("*.eval"))
-    no_key_in(run, cluster["keys"])
+    no_key_in(run, cluster["every_key"])

@@ -6,7 +6,7 @@ every planned target is up with the plan's labels; every expression of every ale
 dashboard panel evaluates without error and returns series once requests went through the router
 (one of them failed by it, for its error counters); stopping an engine fires K3ServiceDown naming
 it, in Prometheus and in Alertmanager, and a re-run of site.yml resolves it; promtool checks the
-rules and runs unit tests of them. Needs root; the deployment is tests/cluster_sandbox.py's.
+rules and runs unit tests of them. Needs root; the deployment is tests/helpers/cluster_sandbox.py's.
 """
 
 from __future__ import annotations
@@ -16,29 +16,29 @@ import os
 import re
 import time
 import urllib.parse
-import urllib.request
 
 import pytest
 import yaml
-from sandbox_run import adhoc, playbook
-from secured_sandbox import request
+from helpers.sandbox_run import adhoc, playbook
+from helpers.secured_sandbox import FRONT_DOOR, MONITORING, monitoring_request, request
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _monitoring as monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 
 # Its last change (an engine stopped) ends with the site.yml run that converges it again.
 LEAVES_CONVERGED = True
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 MON = "k3-sb-mon"
-PROMETHEUS = "http://10.77.0.18:9090"
-ALERTMANAGER = "http://10.77.0.18:9093"
-ROUTER = "http://10.77.0.11:8000"
+# Behind credentials (k3_monitoring_password) and TLS (the sandbox's certificate).
+PROMETHEUS = "https://10.77.0.18:9090"
+ALERTMANAGER = "https://10.77.0.18:9093"
 RULES = "/etc/prometheus/kimi-k3-rules.yml"
 
 
 def get(url):
-    with urllib.request.urlopen(url, timeout=30) as resp:
-        return json.loads(resp.read().decode())
+    status, text = monitoring_request(url)
+    assert status == 200, (url, status, text[:300])
+    return json.loads(text)
 
 
 def query(expr):
@@ -97,10 +97,10 @@ def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
     key = cluster["keys"][0]
     chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
     for _unused in range(6):
-        assert request(ROUTER + "/v1/chat/completions", key, chat)[0] == 200
+        assert request(FRONT_DOOR + "/v1/chat/completions", key, chat)[0] == 200
     # One request the router fails (more tokens than the model's length: prefill refuses it), for
     # its error counters' first sample (they appear in /metrics only after a first error).
-    status, _body = request(ROUTER + "/v1/chat/completions", key, dict(chat, max_tokens=99999))
+    status, _body = request(FRONT_DOOR + "/v1/chat/completions", key, dict(chat, max_tokens=99999))
     assert status == 400
     rules = yaml.safe_load(on_mon("cat %s" % RULES))
     boards = {
@@ -206,3 +206,35 @@ def test_promtool_checks_the_rules_and_their_unit_tests_pass(cluster, tmp_path):
     adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)
     wrong = adhoc(MON, "ansible.builtin.command", "promtool test rules /tmp/k3-rules-test.yml", check=False)
     assert wrong.returncode != 0 and "FAILED" in wrong.stdout, wrong.stdout[-3000:]
+
+
+def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(cluster):
+    """Behind basic auth and TLS: a query, an admin call and a silence refused without the password
+    (and with a wrong one); with it the query and the silence list answer, and Prometheus still
+    reaches Alertmanager."""
+    silence = {
+        "matchers": [{"name": "alertname", "value": "K3ServiceDown", "isRegex": False}],
+        "startsAt": "2026-01-01T00:00:00Z",
+        "endsAt": "2030-01-01T00:00:00Z",
+        "createdBy": "outside",
+        "comment": "silence every alert",
+    }
+    refused = [
+        (PROMETHEUS + "/api/v1/query?query=up", None, None),
+        (PROMETHEUS + "/api/v1/admin/tsdb/snapshot", {}, "POST"),
+        (PROMETHEUS + "/-/reload", {}, "POST"),
+        (ALERTMANAGER + "/api/v2/silences", silence, "POST"),
+        (ALERTMANAGER + "/api/v2/alerts", None, None),
+    ]
+    for url, body, method in refused:
+        assert monitoring_request(url, body, method, auth=False)[0] == 401, url
+    saved = dict(MONITORING)
+    try:
+        MONITORING["password"] = "not-the-password"
+        assert monitoring_request(PROMETHEUS + "/api/v1/query?query=up")[0] == 401
+    finally:
+        MONITORING.update(saved)
+    assert get(ALERTMANAGER + "/api/v2/silences") == []
+    assert query("up") and get(PROMETHEUS + "/api/v1/alertmanagers")["data"]["activeAlertmanagers"]
+    # Plain HTTP is not served.
+    assert monitoring_request(PROMETHEUS.replace("https:", "http:") + "/api/v1/query?query=up")[0] == 400

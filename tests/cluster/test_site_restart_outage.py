@@ -3,7 +3,7 @@
 The default sandbox runs one prefill, one decode and one data-parallel engine behind a vllm-router
 with a fixed worker list, so no rolling restart can avoid stopping the service. Without the typed
 confirmation restart.yml refuses naming every reason and restarts nothing; --check shows the
-batches and restarts nothing either. Real test hosts and services (tests/cluster_sandbox.py's
+batches and restarts nothing either. Real test hosts and services (tests/helpers/cluster_sandbox.py's
 deployed sandbox). Needs root.
 """
 
@@ -13,7 +13,7 @@ import os
 import re
 
 import pytest
-from sandbox_run import adhoc, playbook
+from helpers.sandbox_run import adhoc, playbook
 
 # The refused restart restarts nothing.
 LEAVES_CONVERGED = True

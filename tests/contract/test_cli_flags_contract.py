@@ -20,7 +20,7 @@ import sys
 import pytest
 from conftest import ROOT, example_names, example_plan, skip_or_fail
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _cli_flags as cli_flags
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _cli_flags as cli_flags
 
 GENERATOR = ROOT / "tools" / "gen_cli_flags.py"
 VLLM_PY = ROOT / ".venv" / "vllm" / "bin" / "python"

@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, skip_or_fail
 from metaservice import http_get, one_metaservice_at_a_time, parse_conf
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import build_plan
 
 SERVICES_BIN = ROOT / ".venv" / "services" / "bin"
 

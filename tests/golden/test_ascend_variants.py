@@ -21,8 +21,8 @@ import pytest
 from conftest import EXAMPLES, inventory_input, service
 from spec_runner import assert_same_argv, expected_env_from_plan, run_script, spec_run, spec_text
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._profiles import argv_flags, flag_key, load_profile
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._profiles import argv_flags, flag_key, load_profile
 
 NODE0_IP = "198.51.100.11"
 HOSTS = ["a3-n0", "a3-n1", "a3-n2", "a3-n3"]

@@ -6,7 +6,7 @@ import pytest
 from conftest import example_names, example_plan
 from spec_runner import expected_env_from_plan, run_script
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import launch_script
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import launch_script
 
 
 @pytest.mark.parametrize("name", example_names())

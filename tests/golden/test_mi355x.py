@@ -12,7 +12,7 @@ import pytest
 from conftest import example_plan, service
 from spec_runner import assert_same_argv, expected_env_from_plan, run_script, spec_text
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _units as units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 
 # Topology, C, P max seqs, per-D max seqs, K, SSM, CPU offload, dense, G  (the spec's table)
 TABLE = [

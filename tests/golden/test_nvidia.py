@@ -261,7 +261,7 @@ def test_nccl_dmabuf_fallback_and_rdma_fabric():
 
     from conftest import EXAMPLES, inventory_input
 
-    from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import build_plan
+    from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import build_plan
 
     inv = copy.deepcopy(inventory_input(str(EXAMPLES / "nvidia-tep16" / "hosts.yml")))
     for hv in inv["hostvars"].values():

@@ -3,7 +3,7 @@
 Real test hosts (tools/sandbox.sh with tools/sandbox-ha-hosts.txt), the real vllm-router in P/D
 mode (--enable-igw) in front of two prefill and two decode engines of the real vLLM (CPU build),
 over SSH with systemd. While each operation runs, the real ``vllm bench serve`` sends rounds of
-short chat requests at concurrency 4 through the router (tests/traffic.py); each test asserts that
+short chat requests at concurrency 4 through the router (tests/helpers/traffic.py); each test asserts that
 none failed and that the operation really happened (every engine's process replaced, the new
 argv running). The module deploys the HA sandbox once (make sandbox-ha) and removes it at its end.
 Needs root.
@@ -21,11 +21,12 @@ import time
 import pytest
 import yaml
 from conftest import ROOT, VENV_BIN, ansible_env
-from sandbox_run import claim_hosts, release_hosts, run
-from secured_sandbox import request
-from traffic import Traffic
+from helpers.ansible_run import ansible_playbook
+from helpers.sandbox_run import claim_hosts, release_hosts, run
+from helpers.secured_sandbox import FRONT_DOOR, SANDBOX_CA, request
+from helpers.traffic import Traffic
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._metrics import metric_sum
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._metrics import metric_sum
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
@@ -40,7 +41,7 @@ ENGINES = {
     "k3-sb-decode": "k3-decode",
     "k3-sb-decode2": "k3-decode",
 }
-ROUTER = "http://10.77.0.11:8000"
+ROUTER = "http://10.77.0.11:8000"  # behind the front door: the admin key only
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
 
 
@@ -50,7 +51,7 @@ def ha(tmp_path_factory):
     args = subprocess.run(
         ["tools/sandbox_secrets.sh", str(secrets_dir)], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    key = (
+    vault = yaml.safe_load(
         subprocess.run(
             [
                 VENV_BIN / "ansible-vault",
@@ -63,9 +64,7 @@ def ha(tmp_path_factory):
             text=True,
             check=True,
             env=ansible_env(),
-        )
-        .stdout.split("k3_api_key:", 1)[1]
-        .strip()
+        ).stdout
     )
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", str(MODEL))
     claim_hosts("ha", lambda: run("tools/sandbox.sh", "down", check=False, env=HOSTS))
@@ -73,13 +72,20 @@ def ha(tmp_path_factory):
     try:
         playbook("site.yml", *args)
         # extra: the variables the last upgrade ran with (what the engines run now).
-        yield {"args": args, "key": key, "results": tmp_path_factory.mktemp("traffic"), "extra": []}
+        # key: a client's, through the front door; admin: the router's (management, behind the door).
+        yield {
+            "args": args,
+            "key": vault["k3_api_key"],
+            "admin": vault["k3_admin_api_key"],
+            "results": tmp_path_factory.mktemp("traffic"),
+            "extra": [],
+        }
     finally:
         release_hosts("ha")
 
 
 def playbook(name, *args, check=True):
-    return run(VENV_BIN / "ansible-playbook", name, "-i", INVENTORY, *args, check=check)
+    return ansible_playbook(name, *args, inventory=INVENTORY, check=check)
 
 
 def unit_pid(host, unit):
@@ -104,7 +110,7 @@ def main_pids():
 
 def under_traffic(ha, name, *args, expect_failure=False):
     """Run a playbook while vllm bench serve sends requests through the router; its output and the totals."""
-    load = Traffic(ROUTER, "kimi-k3-sandbox", MODEL, ha["results"] / name, key=ha["key"])
+    load = Traffic(FRONT_DOOR, "kimi-k3-sandbox", MODEL, ha["results"] / name, key=ha["key"], ca=SANDBOX_CA)
     load.start()
     time.sleep(3)
     started = time.monotonic()
@@ -209,7 +215,7 @@ def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the
 
 
 def router_workers(ha):
-    status, body = request(ROUTER + "/workers", ha["key"])
+    status, body = request(ROUTER + "/workers", ha["admin"])
     assert status == 200, body
     return {w["url"]: w for w in json.loads(body)["workers"]}
 
@@ -256,9 +262,11 @@ def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(h
     assert unit_pid("k3-sb-front", "k3-router") == router_pid
     # The operator takes it out of the inventory: status is clean on what is left.
     smaller = without_decode2(tmp_path)
-    status = run(VENV_BIN / "ansible-playbook", "playbooks/status.yml", "-i", smaller, *ha["args"], *extra)
+    status = ansible_playbook("playbooks/status.yml", *ha["args"], *extra, inventory=smaller)
+    # (k3-sb-front twice: the router and the front door.)
     assert sorted(r["HOST"] for r in status_rows(status.stdout)) == [
         "k3-sb-decode",
+        "k3-sb-front",
         "k3-sb-front",
         "k3-sb-prefill",
         "k3-sb-prefill2",
@@ -277,7 +285,7 @@ def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(h
     for _unused in range(8):
         assert (
             request(
-                ROUTER + "/v1/completions", ha["key"], {"model": "kimi-k3-sandbox", "prompt": "hi", "max_tokens": 2}
+                FRONT_DOOR + "/v1/completions", ha["key"], {"model": "kimi-k3-sandbox", "prompt": "hi", "max_tokens": 2}
             )[0]
             == 200
         )

@@ -1,4 +1,4 @@
-"""The AWX objects (tools/awx.py, plugins/plugin_utils/_awx.py) and a job template run the way AWX runs it.
+"""The AWX objects (tools/awx.py, plugins/plugin_utils/operations/_awx.py) and a job template run the way AWX runs it.
 
 No AWX server can run here: what is proved is what AWX reads. The objects are in awxkit's import
 layout: every job template names a playbook of the project, every survey question is a declared
@@ -21,16 +21,16 @@ import sys
 
 import pytest
 import yaml
-from awx_jobs import awx, checkout_plan, collection_roots, project_sync_collections, run_job
 from conftest import EXAMPLES, ROOT, ansible_env, inventory_list, write_sandbox_inventory
+from helpers.awx_jobs import awx, checkout_plan, collection_roots, project_sync_collections, run_job
 
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._awx import (  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._awx import (  # noqa: E402
     AwxError,
     survey_question,
 )
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract  # noqa: E402
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import load_contract  # noqa: E402
 
 OPERATIONS = yaml.safe_load((ROOT / "playbooks" / "vars" / "operations.yml").read_text())
 QUESTION_TYPE = {"int": "integer", "float": "float", "str": "text", "path": "text"}
@@ -159,8 +159,14 @@ def test_no_secret_is_in_the_objects_and_the_key_reaches_jobs_through_a_credenti
         for question in template["related"].get("survey_spec", {}).get("spec", []):
             assert question["type"] != "password" and "key" not in question["variable"], question
     (ctype,) = assets["credential_types"]
-    assert ctype["injectors"] == {"extra_vars": {"k3_api_key": "{{ api_key }}"}}
-    assert ctype["inputs"]["fields"][0]["secret"] is True
+    assert ctype["injectors"] == {
+        "extra_vars": {
+            "k3_api_key": "{{ api_key }}",
+            "k3_admin_api_key": "{{ admin_api_key }}",
+            "k3_monitoring_password": "{{ monitoring_password }}",
+        }
+    }
+    assert [f["secret"] for f in ctype["inputs"]["fields"]] == [True, True, True]
 
 
 def test_site_settings_name_the_repository_the_inventory_and_the_image(tmp_path):
@@ -219,8 +225,10 @@ def test_a_job_with_survey_defaults_and_the_check_job_type_is_laid_out_as_awx_do
     assert json.loads((pdd / "env" / "extravars").read_text()) == {"restart_serial": 1, "confirm": "no"}
     assert (pdd / "env" / "cmdline").read_text() == "--check"
     assert (pdd / "project" / "playbooks" / "restart.yml").is_file()
-    # The inventory is a script that prints what ansible-inventory read from the source, values of
-    # every type included (the sandbox's group_vars hold booleans, numbers, lists and mappings).
+    # The inventory is a script that prints what ansible-inventory read from the source, group
+    # variables on their groups as AWX keeps them, values of every type included (the sandbox's
+    # group_vars hold booleans, numbers, lists and mappings).
     listed = subprocess.run([pdd / "inventory" / "hosts"], capture_output=True, text=True, check=True).stdout
-    assert json.loads(listed) == inventory_list(inventory) and "false" in listed
+    assert json.loads(listed) == inventory_list(inventory, export=True) and "false" in listed
+    assert json.loads(listed)["all"]["vars"]["k3_tls_ca"].endswith("/.cache/sandbox/tls/ca.pem")
     assert not (pdd / "project" / ".venv").exists()

@@ -21,8 +21,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail
-from pngread import read_png
+from conftest import ROOT, VENV_BIN, skip_or_fail
+from helpers.ansible_run import ansible_playbook
+from helpers.pngread import read_png
 
 # One server for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18101
@@ -122,12 +123,11 @@ def run_playbook(tmp, name, extra_args=(), **extra):
     cache.mkdir(exist_ok=True)
     varfile = tmp / ("%s.json" % name)
     varfile.write_text(json.dumps(settings))
-    argv = [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "benchmark.yml"), "-i", str(inventory)]
-    argv += ["-e", "@%s" % varfile, *extra_args]
+    book = ROOT / "playbooks" / "benchmark.yml"
     started = time.time()
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=ansible_env(), check=False, timeout=1800)
+    proc = ansible_playbook(book, "-e", "@%s" % varfile, *extra_args, inventory=inventory, check=False, timeout=1800)
     proc.seconds = time.time() - started
-    assert KEY not in " ".join(argv)
+    assert KEY not in " ".join(proc.args)
     return proc, tmp / "benchmarks" / name
 
 

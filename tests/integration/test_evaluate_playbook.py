@@ -22,7 +22,8 @@ import time
 import urllib.request
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail, write_sandbox_inventory
+from conftest import ROOT, VENV_BIN, skip_or_fail, write_sandbox_inventory
+from helpers.ansible_run import ansible_playbook
 
 # One vLLM for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18102
@@ -121,15 +122,8 @@ def evaluate(inventory, endpoint, runs, name, **extra):
     }
     variables.update(extra)
     start = time.monotonic()
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "evaluate.yml"), "-i", str(inventory)]
-        + ["-e", json.dumps(variables)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
-        check=False,
-        timeout=1200,
+    proc = ansible_playbook(
+        ROOT / "playbooks" / "evaluate.yml", "-e", json.dumps(variables), inventory=inventory, check=False, timeout=1200
     )
     proc.seconds = time.monotonic() - start
     output = proc.stdout + proc.stderr
@@ -293,20 +287,19 @@ def test_check_mode_plans_and_shows_the_front_door_commands_touching_nothing(tmp
         "evaluate_max_tokens": {},
         "evaluate_check_reasoning": True,
     }
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "evaluate.yml"), "-i", str(inventory), "--check"]
-        + ["-e", json.dumps(variables)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
+    proc = ansible_playbook(
+        ROOT / "playbooks" / "evaluate.yml",
+        "--check",
+        "-e",
+        json.dumps(variables),
+        inventory=inventory,
         check=False,
         timeout=600,
     )
     output = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode == 0, output[-4000:]
-    # The sandbox's front door: vllm-router on k3-sb-front (tools/sandbox-hosts.txt), its served name.
-    assert "endpoint: http://10.77.0.11:8000/v1 (model kimi-k3-sandbox, inspect on localhost)" in output
+    # The sandbox's front door: nginx on k3-sb-front (tools/sandbox-hosts.txt), with TLS, its served name.
+    assert "endpoint: https://10.77.0.11:8443/v1 (model kimi-k3-sandbox, inspect on localhost)" in output
     run = tmp_path / "runs" / "dry"
     for task, dataset, tokens in (
         ("ocrbench", "/d/ocr", 8192),

@@ -17,8 +17,8 @@ import shutil
 import subprocess
 
 import pytest
-from awx_jobs import awx, checkout_plan, runner_home_env
 from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, skip_or_fail
+from helpers.awx_jobs import awx, checkout_plan, runner_home_env
 
 VERSION = next(
     line.split()[1] for line in (ROOT / "galaxy.yml").read_text().splitlines() if line.startswith("version:")

@@ -11,25 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import pytest
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, example_plan
+from conftest import EXAMPLES, ROOT, example_plan
+from helpers.ansible_run import ansible_playbook
 
 
-def run(*args, check=True):
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), *[str(a) for a in args]],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
-        check=False,
-        timeout=600,
-    )
-    if check and proc.returncode:
-        raise AssertionError("ansible-playbook failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
-    return proc
+def run(playbook, *args, inventory, check=True):
+    return ansible_playbook(playbook, *args, inventory=inventory, check=check, timeout=600)
 
 
 def recap(output):
@@ -57,8 +46,8 @@ def test_plan_with_limit_writes_the_same_plan_as_without(name, host, tmp_path):
     inventory = EXAMPLES / name / "hosts.yml"
     whole = tmp_path / "whole"
     limited = tmp_path / "limited"
-    run(ROOT / "playbooks" / "plan.yml", "-i", inventory, "-e", "k3_plan_dir=%s" % whole)
-    out = run(ROOT / "playbooks" / "plan.yml", "-i", inventory, "-e", "k3_plan_dir=%s" % limited, "--limit", host)
+    run(ROOT / "playbooks" / "plan.yml", "-e", "k3_plan_dir=%s" % whole, inventory=inventory)
+    out = run(ROOT / "playbooks" / "plan.yml", "-e", "k3_plan_dir=%s" % limited, "--limit", host, inventory=inventory)
     assert files(limited) == files(whole)
     plan = json.loads((limited / "plan.json").read_text())
     assert sorted(plan["hosts"]) == sorted(example_plan(name)["hosts"]) and len(plan["hosts"]) >= 1
@@ -67,17 +56,16 @@ def test_plan_with_limit_writes_the_same_plan_as_without(name, host, tmp_path):
     assert list(counts) == [host], out.stdout
     assert counts[host]["unreachable"] == 0 and counts[host]["failed"] == 0
     assert "[%s -> localhost]" % host in out.stdout
-    again = run(ROOT / "playbooks" / "plan.yml", "-i", inventory, "-e", "k3_plan_dir=%s" % limited, "--limit", host)
+    again = run(ROOT / "playbooks" / "plan.yml", "-e", "k3_plan_dir=%s" % limited, "--limit", host, inventory=inventory)
     assert recap(again.stdout)[host]["changed"] == 0
 
 
 def test_plan_without_limit_still_runs_on_localhost(tmp_path):
     out = run(
         ROOT / "playbooks" / "plan.yml",
-        "-i",
-        EXAMPLES / "nvidia-tep16" / "hosts.yml",
         "-e",
         "k3_plan_dir=%s" % tmp_path,
+        inventory=EXAMPLES / "nvidia-tep16" / "hosts.yml",
     )
     counts = recap(out.stdout)
     assert counts["localhost"]["changed"] == 1
@@ -89,8 +77,6 @@ def test_site_with_limit_check_plans_the_whole_inventory_once_and_every_role_pla
     dest = tmp_path / "plan"
     out = run(
         "site.yml",
-        "-i",
-        EXAMPLES / name / "hosts.yml",
         "-e",
         "k3_plan_dir=%s" % dest,
         "--limit",
@@ -98,6 +84,7 @@ def test_site_with_limit_check_plans_the_whole_inventory_once_and_every_role_pla
         "--check",
         "--tags",
         "plan",
+        inventory=EXAMPLES / name / "hosts.yml",
     )
     text = out.stdout
     # --check: the plan is computed (and its diff reported) but not written.
@@ -120,8 +107,8 @@ def test_site_with_limit_check_plan_matches_the_plan_without_limit(tmp_path):
     whole = tmp_path / "whole"
     limited = tmp_path / "limited"
     inventory = EXAMPLES / "mi355x-pd-1p2d-c24" / "hosts.yml"
-    run("site.yml", "-i", inventory, "-e", "k3_plan_dir=%s" % whole, "--tags", "plan")
-    run("site.yml", "-i", inventory, "-e", "k3_plan_dir=%s" % limited, "--tags", "plan", "--limit", "mi355x-d1")
+    run("site.yml", "-e", "k3_plan_dir=%s" % whole, "--tags", "plan", inventory=inventory)
+    run("site.yml", "-e", "k3_plan_dir=%s" % limited, "--tags", "plan", "--limit", "mi355x-d1", inventory=inventory)
     assert files(limited) == files(whole)
 
 
@@ -156,10 +143,10 @@ def test_a_role_on_its_own_gets_the_plan_itself(name, group, role, host, tmp_pat
     book = tmp_path / "alone.yml"
     book.write_text(ROLE_ALONE.format(group=group, role=role))
     dest = tmp_path / "plan"
-    args = [book, "-i", EXAMPLES / name / "hosts.yml", "-e", "k3_plan_dir=%s" % dest]
+    args = [book, "-e", "k3_plan_dir=%s" % dest]
     # Only what is tagged always runs: what needs no host (the example hosts do not exist).
     args += ["--tags", "k3-no-such-tag"] + (["--limit", host] if host else [])
-    out = run(*args)
+    out = run(*args, inventory=EXAMPLES / name / "hosts.yml")
     text = out.stdout
     assert text.count("TASK [kimi_k3.serving.k3_plan : Compute the plan of the whole inventory") == 1
     plan = json.loads((dest / "plan.json").read_text())
@@ -201,7 +188,7 @@ FILTER_ONLY = """\
 def test_without_a_readable_plan_the_filter_says_what_to_run_first(plan, message, tmp_path):
     book = tmp_path / "filter.yml"
     book.write_text(FILTER_ONLY.format(plan=plan))
-    out = run(book, "-i", "localhost,", check=False)
+    out = run(book, inventory="localhost,", check=False)
     assert out.returncode != 0
     text = out.stdout + out.stderr
     assert message in text, text

@@ -8,25 +8,15 @@ hosts do not exist: a run that got further would fail to connect instead).
 
 from __future__ import annotations
 
-import shlex
-import subprocess
-
 import pytest
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env
+from conftest import EXAMPLES
+from helpers.ansible_run import ansible_playbook
 
 INVENTORY = EXAMPLES / "nvidia-pd-nixl" / "hosts.yml"
 
 
 def run(playbook, *extra):
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "playbooks/%s.yml" % playbook, "-i", str(INVENTORY), *extra],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
-        check=False,
-        timeout=300,
-    )
+    proc = ansible_playbook("playbooks/%s.yml" % playbook, *extra, inventory=INVENTORY, check=False, timeout=300)
     return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
 
 
@@ -55,17 +45,9 @@ def test_a_good_value_passes_the_check():
 def test_a_given_no_is_refused_without_a_prompt_even_on_a_terminal(tmp_path):
     """AWX runs jobs on a pseudo-terminal and its survey always sends confirm: a prompt would wait
     forever. teardown with confirm=no, on a terminal (util-linux `script`), is refused at once."""
-    argv = [str(VENV_BIN / "ansible-playbook"), "playbooks/teardown.yml", "-i", str(INVENTORY), "-e", "confirm=no"]
-    argv += ["-e", "k3_plan_dir=%s" % (tmp_path / "plan")]
-    proc = subprocess.run(
-        ["script", "-qec", shlex.join(argv), "/dev/null"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
-        check=False,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
+    args = ["-e", "confirm=no", "-e", "k3_plan_dir=%s" % (tmp_path / "plan")]
+    proc = ansible_playbook(
+        "playbooks/teardown.yml", *args, inventory=INVENTORY, check=False, timeout=300, terminal=True
     )
     out = " ".join(proc.stdout.split())
     assert proc.returncode != 0 and "teardown not confirmed, nothing was changed" in out, out[-3000:]

@@ -5,24 +5,14 @@ from __future__ import annotations
 import html
 import json
 import shutil
-import subprocess
 
 import pytest
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, example_names
+from conftest import EXAMPLES, ROOT, example_names
+from helpers.ansible_run import ansible_playbook
 
 
 def playbook(*args, inventory, check=True):
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "plan.yml"), "-i", str(inventory), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
-        check=False,
-    )
-    if check and proc.returncode:
-        raise AssertionError("ansible-playbook failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
-    return proc
+    return ansible_playbook(ROOT / "playbooks" / "plan.yml", *args, inventory=inventory, check=check, timeout=None)
 
 
 def recap_changed(output):
@@ -91,22 +81,15 @@ def test_bad_inventory_fails_naming_host_variable_fix_and_writes_nothing(tmp_pat
 
 def test_site_yml_from_repo_root_plans(tmp_path):
     dest = tmp_path / "plan"
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "ansible-playbook"),
-            "site.yml",
-            "-i",
-            str(EXAMPLES / "a3-pd-8p8d" / "hosts.yml"),
-            "-e",
-            "k3_plan_dir=%s" % dest,
-            "--tags",
-            "plan",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=ansible_env(),
+    proc = ansible_playbook(
+        "site.yml",
+        "-e",
+        "k3_plan_dir=%s" % dest,
+        "--tags",
+        "plan",
+        inventory=EXAMPLES / "a3-pd-8p8d" / "hosts.yml",
         check=False,
+        timeout=None,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((dest / "plan.json").read_text())["profile"] == "ascend-a3-pd-8p8d"

@@ -19,28 +19,18 @@ import subprocess
 import time
 
 import pytest
-from conftest import ROOT, VENV_BIN, ansible_env, skip_or_fail, write_sandbox_inventory
-from pngread import read_png
+from conftest import ROOT, VENV_BIN, skip_or_fail, write_sandbox_inventory
+from helpers.ansible_run import ansible_playbook
+from helpers.pngread import read_png
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._dot import KV_COLOR, STYLES
 
 WINDOW = (1280, 1000)
 
 
 def playbook(inventory, dest, *args, env=None):
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), str(ROOT / "playbooks" / "plan.yml"), "-i", str(inventory)]
-        + ["-e", "k3_plan_dir=%s" % dest, *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**ansible_env(), **(env or {})},
-        check=False,
-        timeout=600,
-    )
-    if proc.returncode:
-        raise AssertionError("ansible-playbook failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout, proc.stderr))
-    return proc
+    plan = ROOT / "playbooks" / "plan.yml"
+    return ansible_playbook(plan, "-e", "k3_plan_dir=%s" % dest, *args, inventory=inventory, env=env, timeout=600)
 
 
 def localhost_changed(output):
@@ -155,8 +145,8 @@ def test_report_renders_in_headless_chromium(sandbox, tmp_path):
     assert len(sample) > 50, "a near-blank screenshot: %d colours" % len(sample)
     # Chromium paints the fills exactly: count the pixels of each box colour and of the KV path.
     image = b"".join(rows)
-    areas = {name: image.count(bytes.fromhex(fill[1:])) for name, (fill, _border) in plan_report.STYLES.items()}
-    areas["kv"] = image.count(bytes.fromhex(plan_report.KV_COLOR[1:]))
+    areas = {name: image.count(bytes.fromhex(fill[1:])) for name, (fill, _border) in STYLES.items()}
+    areas["kv"] = image.count(bytes.fromhex(KV_COLOR[1:]))
     for name in ("front", "metaservice", "prefill", "decode", "engine"):
         assert areas[name] >= 1500, "too few %s pixels in the screenshot: %s" % (name, areas)
     assert areas["kv"] >= 150, "the KV path is not in the screenshot: %s" % areas

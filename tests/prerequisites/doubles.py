@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 from conftest import ROOT, VENV_BIN
-from sandbox_run import recap, run
+from helpers.ansible_run import ansible_playbook
+from helpers.sandbox_run import recap, run
 
 __all__ = ["REPO", "ROOT", "TestHosts", "recap", "run"]
 
@@ -73,16 +74,7 @@ class TestHosts:
 
     def site(self, *args, check=True):
         """site.yml's prerequisites stage (the plan runs first, as always)."""
-        return run(
-            VENV_BIN / "ansible-playbook",
-            "site.yml",
-            "-i",
-            self.inventory,
-            "--tags",
-            "prerequisites",
-            *args,
-            check=check,
-        )
+        return ansible_playbook("site.yml", "--tags", "prerequisites", *args, inventory=self.inventory, check=check)
 
     def shell(self, host, command):
         """stdout of a shell command on a test host (ad-hoc, JSON callback)."""

@@ -2,7 +2,7 @@
 and the firewall (the planned ports refuse a host outside the deployment; SSH stays open).
 
 Real test hosts, real vLLM, vllm-router and MetaService over SSH: the deployment (two random API
-keys from a vault file, argv sampled while it deploys) is tests/secured_sandbox.py's fixture
+keys from a vault file, argv sampled while it deploys) is tests/helpers/secured_sandbox.py's fixture
 ``deployed``, shared with test_operate.py. Needs root.
 """
 
@@ -10,56 +10,162 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
 import pytest
-from conftest import VENV_BIN
-from sandbox_run import INVENTORY, adhoc, playbook, recap, run
-from secured_sandbox import request
+from conftest import vllm_routes
+from helpers.ansible_run import ansible_playbook
+from helpers.sandbox_run import INVENTORY, adhoc, playbook, recap
+from helpers.secured_sandbox import FRONT_DOOR, ROUTER_ROUTES, request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
-ROUTER = "http://10.77.0.11:8000"
-ENGINE = "http://10.77.0.12:8000"  # node 0 of the data-parallel engine: it serves clients itself
+ROUTER = "http://10.77.0.11:8000"  # behind the front door: the deployment and k3_admin_networks only
+ENGINE = "http://10.77.0.12:8000"  # node 0 of the data-parallel engine
 PREFILL = "http://10.77.0.14:8100"
 DECODE = "http://10.77.0.15:8200"
-# The only files that may hold a key: the 0600 environment files (and, with several keys, vLLM's key files).
-ALLOWED = ("/etc/kimi-k3/", (".env", ".api-keys.yaml"))
+# The only files that may hold a key: the 0600 environment files and the front door's keys file.
+ALLOWED = ("/etc/kimi-k3/", (".env", ".keys.conf"))
 HERE = Path(__file__).resolve().parent
 OUTSIDE = "k3-sb-outside"
 
 
+CHAT = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+
+
 def test_front_door_needs_a_key(deployed):
     key, other = deployed["keys"]
-    chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
-    assert request(ROUTER + "/v1/models")[0] == 401
-    assert request(ROUTER + "/v1/models", "sk-k3-wrong")[0] == 401
-    assert request(ROUTER + "/v1/chat/completions", None, chat)[0] == 401
-    # vllm-router's validation guards /health too.
-    assert request(ROUTER + "/health")[0] == 401
-    for good in (key, other):
-        status, text = request(ROUTER + "/v1/models", good)
+    assert request(FRONT_DOOR + "/v1/models")[0] == 401
+    assert request(FRONT_DOOR + "/v1/models", "sk-k3-wrong")[0] == 401
+    assert request(FRONT_DOOR + "/v1/chat/completions", None, CHAT)[0] == 401
+    assert request(FRONT_DOOR + "/health")[0] == 401
+    for good in (key, other, deployed["admin"]):
+        status, text = request(FRONT_DOOR + "/v1/models", good)
         assert status == 200 and "kimi-k3-sandbox" in text
-        status, text = request(ROUTER + "/v1/chat/completions", good, chat)
+        status, text = request(FRONT_DOOR + "/v1/chat/completions", good, CHAT)
         assert status == 200, text
         assert json.loads(text)["usage"]["completion_tokens"] > 0
+    # Any other route: 404 with a key (401 without one).
+    assert request(FRONT_DOOR + "/tokenize", key, {"prompt": "Hi"})[0] == 404
+    assert request(FRONT_DOOR + "/tokenize", None, {"prompt": "Hi"})[0] == 401
 
 
-def test_engines_need_the_key_too(deployed):
+def test_a_client_key_is_no_admin_key(deployed):
+    key = deployed["keys"][0]
+    assert request(FRONT_DOOR + "/list_workers", key)[0] == 403
+    assert request(FRONT_DOOR + "/remove_worker?url=" + DECODE, key, method="POST")[0] == 403
+    status, text = request(FRONT_DOOR + "/list_workers", deployed["admin"])
+    assert status == 200 and sorted(json.loads(text)["urls"]) == sorted([PREFILL, DECODE])
+    # Behind the door a client key is worth nothing: the router takes the admin key alone.
+    assert request(ROUTER + "/v1/models", key)[0] == 401
+    assert request(ROUTER + "/v1/models", deployed["admin"])[0] == 200
+
+
+def test_plain_http_to_the_client_port_serves_nothing(deployed):
+    status, text = request(FRONT_DOOR.replace("https:", "http:") + "/v1/models", deployed["keys"][0])
+    assert status == 400 and "plain HTTP request was sent to HTTPS port" in text
+
+
+def test_engines_take_the_admin_key_alone(deployed):
     key, other = deployed["keys"]
     for url in (ENGINE, PREFILL, DECODE):
         assert request(url + "/v1/models")[0] == 401, url
         assert request(url + "/v1/models", "sk-k3-wrong")[0] == 401, url
-        assert request(url + "/v1/models", key)[0] == 200, url
-        # vLLM does not guard /health (nor /metrics): the firewall keeps them to the deployment.
+        assert request(url + "/v1/models", key)[0] == 401, url
+        assert request(url + "/v1/models", deployed["admin"])[0] == 200, url
+        # /health and /metrics stay open (read only): the firewall keeps them to the deployment.
         assert request(url + "/health")[0] == 200, url
-    # Node 0 of the data-parallel engine is a front door of its own: every key works there.
-    assert request(ENGINE + "/v1/models", other)[0] == 200
+    assert request(ENGINE + "/v1/models", other)[0] == 401
+
+
+def probe(url, route, key=None):
+    """One call of a route (its path parameters filled in), as a caller with ``key`` or none."""
+    path = re.sub(r"\{[^}]+\}", "x", route["path"])
+    body = {} if route["methods"] != "GET" else None
+    return request(url + path, key, body, method=route["methods"])[0]
+
+
+def test_no_engine_route_runs_for_a_caller_without_the_key(deployed):
+    """Every route the pinned vLLM registers (read from vLLM itself), on every engine that serves HTTP:
+    401 without a key or with a wrong one, but the read-only GET /health and GET /metrics."""
+    key = deployed["keys"][0]
+    routes = vllm_routes(key)
+    assert len(routes) > 50
+    open_routes = {("GET", "/health"), ("GET", "/metrics")}
+    let_through = []
+    for url in (ENGINE, PREFILL, DECODE):
+        for route in routes:
+            if (route["methods"], route["path"]) in open_routes:
+                assert probe(url, route) == 200, (url, route["path"])
+                continue
+            for who in (None, "sk-k3-wrong"):
+                status = probe(url, route, who)
+                if status != 401:
+                    let_through.append((url, route["methods"], route["path"], who and "wrong key", status))
+    assert let_through == []
+    # What was found open before the guard: a chat completion and a data-parallel rescale.
+    chat = {"model": "kimi-k3-sandbox", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    assert request(ENGINE + "/invocations", None, chat)[0] == 401
+    assert request(DECODE + "/scale_elastic_ep", None, {"new_data_parallel_size": 1})[0] == 401
+    # And the deployment's key still gets through on a route outside /v1.
+    assert request(ENGINE + "/tokenize", deployed["admin"], {"model": "kimi-k3-sandbox", "prompt": "Hi"})[0] == 200
+
+
+# A request every route of vllm-router takes as well formed (it reads the body and the query
+# before the key: an empty body gets 422, a missing query field 400, without running anything).
+ROUTER_BODY = {
+    "model": "kimi-k3-sandbox",
+    "messages": [{"role": "user", "content": "Hi"}],
+    "prompt": "Hi",
+    "input": "Hi",
+    "query": "q",
+    "documents": ["d"],
+    "text": "Hi",
+    "max_tokens": 1,
+    "url": "http://10.77.0.99:9",
+}
+ROUTER_QUERY = "?url=http%3A%2F%2F10.77.0.99%3A9&session_id=x"
+
+
+def test_no_router_route_runs_for_a_caller_without_the_key(deployed):
+    let_through = []
+    for method, path in ROUTER_ROUTES:
+        url = ROUTER + re.sub(r"\{[^}]+\}", "x", path) + ROUTER_QUERY
+        for who in (None, "sk-k3-wrong"):
+            status = request(url, who, ROUTER_BODY if method != "GET" else None, method=method)[0]
+            if status != 401:
+                let_through.append((method, path, who and "wrong key", status))
+    assert let_through == []
+
+
+def test_the_front_door_passes_no_route_it_does_not_list(deployed):
+    """Every route of the pinned vLLM and vllm-router at the front door: 401 without a valid key;
+    with a client key only the client routes reach the router (the management routes 403, the rest
+    404)."""
+    key = deployed["keys"][0]
+    routes = {(r["methods"], r["path"]) for r in vllm_routes(key)} | set(ROUTER_ROUTES)
+    client_routes = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health"}
+    management = {"/add_worker", "/remove_worker", "/list_workers", "/workers", "/flush_cache", "/get_loads"}
+    management |= {"/get_server_info", "/get_model_info"}
+    wrong = []
+    for method, path in sorted(routes):
+        route = {"methods": method, "path": path}
+        for who in (None, "sk-k3-wrong"):
+            if probe(FRONT_DOOR, route, who) != 401:
+                wrong.append((method, path, who))
+        if path in client_routes:
+            continue  # served (tested above); a body of {} would only get the engines' 400
+        status = probe(FRONT_DOOR, route, key)
+        expected = 403 if path in management or path.startswith("/workers/") else 404
+        if status != expected:
+            wrong.append((method, path, "client key", status))
+    assert wrong == []
 
 
 def test_router_worker_list_is_unchanged_by_an_unauthenticated_admin_call(deployed):
-    key = deployed["keys"][0]
+    key = deployed["admin"]
     status, before = request(ROUTER + "/list_workers", key)
     assert status == 200
     urls = json.loads(before)["urls"]
@@ -82,11 +188,11 @@ def test_no_key_in_any_argv_while_deploying(deployed):
             argv = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        assert not any(k.encode() in argv for k in deployed["keys"]), proc
+        assert not any(k.encode() in argv for k in deployed["every_key"]), proc
 
 
 def test_no_key_in_the_ansible_output_or_the_plan(deployed):
-    keys = deployed["keys"]
+    keys = deployed["every_key"]
     first, second = deployed["runs"]
     for out in (first, second):
         assert not any(k in out.stdout or k in out.stderr for k in keys)
@@ -97,21 +203,25 @@ def test_no_key_in_the_ansible_output_or_the_plan(deployed):
         text = path.read_text()
         assert not any(k in text for k in keys), path
     plan = json.loads((deployed["plan_dir"] / "plan.json").read_text())
-    assert plan["auth"] == {"api_key": True, "keys": 2, "variable": "k3_api_key"}
+    assert plan["auth"] == {
+        "api_key": True,
+        "keys": 2,
+        "variable": "k3_api_key",
+        "admin_key": True,
+        "admin_variable": "k3_admin_api_key",
+    }
 
 
 def test_keys_only_in_0600_root_files_and_nowhere_in_the_journals(deployed):
     """On every host: the files holding a key (a grep over the whole file system but /proc, /sys and
     the read-only checkout) are the planned 0600 ones; no journal line holds a key."""
-    out = run(
-        VENV_BIN / "ansible-playbook",
+    out = ansible_playbook(
         HERE / "scan.yml",
-        "-i",
-        INVENTORY,
         *deployed["args"],
+        inventory=INVENTORY,
         env={"ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"},
     )
-    assert not any(k in out.stdout or k in out.stderr for k in deployed["keys"])
+    assert not any(k in out.stdout or k in out.stderr for k in deployed["every_key"])
     last = json.loads(out.stdout)["plays"][0]["tasks"][-1]["hosts"]
     found = {h: r["ansible_facts"]["scan_result"] for h, r in last.items()}
     assert sorted(found) == ["k3-sb-decode", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-front", "k3-sb-prefill"]
@@ -123,9 +233,12 @@ def test_keys_only_in_0600_root_files_and_nowhere_in_the_journals(deployed):
             path = entry["path"]
             assert path.startswith(ALLOWED[0]) and path.endswith(ALLOWED[1]), (host, path)
             assert (entry["mode"], entry["pw_name"]) == ("0600", "root"), (host, entry)
-    engines = {e["path"] for e in found["k3-sb-dp0"]["files"]}
-    assert engines == {"/etc/kimi-k3/engine.env", "/etc/kimi-k3/engine.api-keys.yaml"}
-    assert {e["path"] for e in found["k3-sb-front"]["files"]} == {"/etc/kimi-k3/router.env"}
+    # Behind the front door an engine holds the admin key alone, in its environment file.
+    assert {e["path"] for e in found["k3-sb-dp0"]["files"]} == {"/etc/kimi-k3/engine.env"}
+    assert {e["path"] for e in found["k3-sb-front"]["files"]} == {
+        "/etc/kimi-k3/router.env",
+        "/etc/kimi-k3/front-door.keys.conf",
+    }
 
 
 def test_second_run_changes_nothing(deployed):
@@ -136,10 +249,12 @@ def test_second_run_changes_nothing(deployed):
 def test_health_waits_and_verify_carry_the_key(deployed):
     text = deployed["runs"][0].stdout
     assert "KV cache moved" in text
-    # The router's health route needs the key: site.yml got past its wait and verify's requests.
-    assert "k3-router" in text and "failed=0" in text
+    # The router's and the front door's health routes need the key: site.yml got past their
+    # waits and verify's requests.
+    assert "k3-router" in text and "k3-front-door" in text and "failed=0" in text
     started = time.monotonic()
-    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+    assert request(ROUTER + "/health", deployed["admin"])[0] == 200
+    assert request(FRONT_DOOR + "/health", deployed["keys"][0])[0] == 200
     assert time.monotonic() - started < 10
 
 
@@ -156,7 +271,8 @@ def connect(host, address, port):
 
 def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed):
     for address, port in (
-        ("10.77.0.11", 8000),  # the router, the endpoint: only clients (k3_client_networks) and the deployment
+        ("10.77.0.11", 8443),  # the front door: clients (k3_client_networks) and the deployment
+        ("10.77.0.11", 8000),  # the router behind it
         ("10.77.0.11", 5000),  # the MetaService
         ("10.77.0.12", 8000),  # node 0 of the data-parallel engine
         ("10.77.0.14", 8100),  # prefill
@@ -173,8 +289,8 @@ def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
     assert connect("k3-sb-dp1", "10.77.0.12", 8000) == "open"  # follower to node 0
     assert connect("k3-sb-prefill", "10.77.0.11", 5000) == "open"  # prefill to the MetaService
     assert connect("k3-sb-prefill", "10.77.0.15", 8200) == "open"
-    # The controller (10.77.0.1) is in k3_client_networks: the endpoint answers it.
-    assert request(ROUTER + "/v1/models", deployed["keys"][0])[0] == 200
+    # The controller (10.77.0.1) is in k3_client_networks: the front door answers it.
+    assert request(FRONT_DOOR + "/v1/models", deployed["keys"][0])[0] == 200
 
 
 def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deployed):

@@ -1,7 +1,7 @@
 """Operating the locked-down sandbox: status.yml, collect_logs.yml's support bundle, teardown.yml.
 
 Real test hosts, real vLLM, vllm-router and MetaService over SSH, with two API keys: the deployment
-is tests/secured_sandbox.py's fixture ``deployed`` (after test_locked_down.py). The teardown runs
+is tests/helpers/secured_sandbox.py's fixture ``deployed`` (after test_locked_down.py). The teardown runs
 last and compares every host with the record made before the first site.yml. Needs root.
 """
 
@@ -13,14 +13,15 @@ import stat
 import tarfile
 
 import pytest
-from sandbox_run import adhoc, playbook, recap
-from secured_sandbox import DEPLOYMENT, host_changes, request
+from helpers.ansible_run import ansible_playbook
+from helpers.sandbox_run import INVENTORY, adhoc, playbook, recap
+from helpers.secured_sandbox import DEPLOYMENT, host_changes, request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 ROUTER = "http://10.77.0.11:8000"
 SERVICES = {
-    "k3-sb-front": ["metaservice", "router"],
+    "k3-sb-front": ["metaservice", "router", "front-door"],
     "k3-sb-dp0": ["engine"],
     "k3-sb-dp1": ["engine"],
     "k3-sb-prefill": ["prefill"],
@@ -29,7 +30,7 @@ SERVICES = {
 
 
 def no_key(text, deployed):
-    for key in deployed["keys"]:
+    for key in deployed["every_key"]:
         assert key not in text
 
 
@@ -103,9 +104,9 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
     # Secrets: values redacted, key files withheld, and no key anywhere.
     decode_env = members["k3-sb-decode/files/etc/kimi-k3/decode.env"]
     assert "VLLM_API_KEY=<redacted>" in decode_env and "VLLM_HOST_IP=" in decode_env
-    assert members["k3-sb-decode/files/etc/kimi-k3/decode.api-keys.yaml"].startswith("<withheld: a secret file")
+    assert members["k3-sb-front/files/etc/kimi-k3/front-door.keys.conf"].startswith("<withheld: a secret file")
     for name, text in members.items():
-        for key in deployed["keys"]:
+        for key in deployed["every_key"]:
             assert key not in text, name
     # What it holds is real: the engine's journal and metrics, the router's health, versions.
     assert "Started k3-decode.service" in members["k3-sb-decode/journal/k3-decode.log"]
@@ -120,6 +121,57 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
     assert "matched: 0" in leftover.stdout
 
 
+# What installing a package changes besides its own files: the package tools' bookkeeping.
+PACKAGE_BOOKKEEPING = ("var/lib/dpkg/", "var/lib/apt/", "var/log/apt/", "var/log/dpkg.log", "var/cache/debconf/")
+
+
+# What nginx's maintainer scripts make besides the package's files (Debian 12's nginx-common
+# postinst and update-rc.d): the default site's link, the rc links, the logs and the web root.
+NGINX_INSTALL_ARTEFACTS = re.compile(
+    r"etc/nginx/sites-enabled/default$|etc/rc[0-6S]\.d/[KS]\d\dnginx$|var/log/nginx(/|$)|var/www(/|$)"
+)
+# Debian 12's packages name /lib, /bin and /sbin; on the merged-/usr base image the files are under /usr.
+MERGED_USR = ("lib/", "bin/", "sbin/")
+
+
+def without_package(host, changes, packages):
+    """``changes`` less the files of ``packages`` (installed by a role, kept by teardown as images and
+    Prometheus are), what their installation made, and the package tools' bookkeeping; the package's
+    own service must be off."""
+    listed = adhoc(host, "ansible.builtin.command", "dpkg -L %s" % " ".join(packages)).stdout.split(">>", 1)[1]
+    owned = {line.strip().lstrip("/") for line in listed.splitlines() if line.strip().startswith("/")}
+    owned |= {"usr/" + p for p in owned if p.startswith(MERGED_USR)}
+    state = adhoc(host, "ansible.builtin.shell", "systemctl is-enabled nginx; systemctl is-active nginx", check=False)
+    assert "disabled\ninactive" in state.stdout, state.stdout
+    # dpkg -L lists every file and folder of the package (/etc and /usr among them): exact paths only.
+    return {
+        p: d
+        for p, d in changes.items()
+        if p not in owned and not p.startswith(PACKAGE_BOOKKEEPING) and not NGINX_INSTALL_ARTEFACTS.match(p)
+    }
+
+
+def test_an_operation_without_the_keys_is_refused_before_it_changes_anything(deployed, tmp_path):
+    """restart.yml run without the vault on a deployment with keys: refused before it changes anything,
+    naming the variable, every service untouched (and so is site.yml, which would take the keys away)."""
+    before = {h: unit_pid(h, u) for h, u in (("k3-sb-front", "k3-router"), ("k3-sb-decode", "k3-decode"))}
+    for name in ("playbooks/restart.yml", "site.yml"):
+        out = ansible_playbook(name, "-e", "k3_plan_dir=%s" % tmp_path, inventory=INVENTORY, check=False)
+        text = " ".join((out.stdout + out.stderr).split())
+        assert out.returncode != 0, text[-2000:]
+        assert "host k3-sb-front: k3_admin_api_key: the running deployment has keys" in text, text[-2000:]
+        assert "/etc/kimi-k3/front-door.keys.conf" in text and "and this run has none" in text
+        assert "nothing was changed" in text
+        # The controller wrote the plan (into tmp_path); no host changed.
+        assert all(c["changed"] == 0 for h, c in recap(out.stdout).items() if h != "localhost"), out.stdout[-2000:]
+    assert {h: unit_pid(h, u) for h, u in (("k3-sb-front", "k3-router"), ("k3-sb-decode", "k3-decode"))} == before
+
+
+def unit_pid(host, unit):
+    out = adhoc(host, "ansible.builtin.command", "systemctl show -p MainPID --value %s" % unit)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
 def test_teardown_without_confirmation_changes_nothing(deployed):
     out = playbook("playbooks/teardown.yml", *deployed["args"], check=False)
     text = out.stdout + out.stderr
@@ -127,10 +179,10 @@ def test_teardown_without_confirmation_changes_nothing(deployed):
         out.returncode != 0
         and "teardown not confirmed, nothing was changed: every service of profile sandbox-cpu" in text
     ), text[-2000:]
-    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+    assert request(ROUTER + "/health", deployed["admin"])[0] == 200
     checked = playbook("playbooks/teardown.yml", "--check", *deployed["args"])
     assert recap(checked.stdout)["k3-sb-decode"]["changed"] > 0
-    assert request(ROUTER + "/health", deployed["keys"][0])[0] == 200
+    assert request(ROUTER + "/health", deployed["admin"])[0] == 200
 
 
 def test_teardown_leaves_every_host_as_before_the_first_run(deployed):
@@ -138,6 +190,9 @@ def test_teardown_leaves_every_host_as_before_the_first_run(deployed):
     no_key(out.stdout + out.stderr, deployed)
     for host in DEPLOYMENT:
         before, after = deployed["before"][host], host_changes(host)
+        if host == "k3-sb-front":
+            before = without_package(host, before, ("nginx", "nginx-common"))
+            after = without_package(host, after, ("nginx", "nginx-common"))
         added = sorted(set(after) - set(before))
         changed = sorted(p for p in set(after) & set(before) if after[p] != before[p])
         gone = sorted(set(before) - set(after))

@@ -2,7 +2,7 @@
 
 HTTPS with --ssl-certfile/--ssl-keyfile, keys from VLLM_API_KEY and a --config file with every key,
 run on the controller's loopback; the collection's health wait checks it against the CA. The
-certificate and CA are made for the test (tests/pki.py).
+certificate and CA are made for the test (tests/helpers/pki.py).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import urllib.request
 
 import pytest
 from conftest import ROOT
-from pki import make_pki
+from helpers.pki import make_pki
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_auth import secret_file_content
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth import secret_file_content
 
 VLLM = ROOT / ".venv" / "vllm" / "bin" / "vllm"
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"

@@ -1,4 +1,4 @@
-"""What the ascend role decides for a host (plugins/plugin_utils/_ascend.py).
+"""What the ascend role decides for a host (plugins/plugin_utils/platforms/_ascend.py).
 
 Facts come from the real parser over recorded real outputs (tests/unit/fixtures/accelerator/ascend):
 npu-smi info of an A3 (8 NPUs x 2 dies, 25.2.1) and an A2 (8 x 910B3), driver/firmware version.info,
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import accelerator
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._ascend import (
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._ascend import (
     ascend_prerequisites,
     ascend_version_key,
     duplicate_hccn_addresses,
@@ -88,8 +88,8 @@ def test_an_a3_node_that_fits_passes():
         "a3-n0",
         "Ubuntu",
         {"/dev/davinci0": True},
-        hccn(),
-        {"min_driver": "25.0.rc1", "min_firmware": "7.7.0.1", "min_cann": "9.0.0"},
+        hccn=hccn(),
+        table={"min_driver": "25.0.rc1", "min_firmware": "7.7.0.1", "min_cann": "9.0.0"},
     )
     assert need == {"problems": [], "host_runtime": False}  # CANN is in the image: not checked
 

@@ -12,14 +12,14 @@ the real ``ansible-playbook playbooks/plan.yml`` (refused, nothing written).
 from __future__ import annotations
 
 import copy
-import subprocess
 
 import pytest
 import yaml
-from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, inventory_input
+from conftest import EXAMPLES, ROOT, inventory_input
+from helpers.ansible_run import ansible_playbook
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import plan_files, write_files
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_output import plan_files, write_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PlanError, build_plan
 
 ALL = object()  # every host of the inventory
 
@@ -302,6 +302,14 @@ CASES = [
         "port 8001 is used by",
     ),
     ("no-router-host", "nvidia-pd-nixl", group("router", []), "all", "groups.router", "in group router"),
+    (
+        "prefill-host-also-decode",
+        "nvidia-pd-nixl",
+        group("decode", ["gb300-d0", "gb300-d1", "gb300-p0"]),
+        "gb300-p0",
+        "groups.decode",
+        "gb300-p0 is in groups prefill and decode",
+    ),
     (
         "mixed-profiles",
         "nvidia-pd-nixl",
@@ -749,21 +757,8 @@ def test_real_plan_playbook_refuses_and_writes_nothing(case_id, tmp_path):
         hosts[gname] = {"hosts": {h: dict(inv["hostvars"][h]) for h in members}}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": hosts}}))
     dest = tmp_path / "plan"
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "ansible-playbook"),
-            "playbooks/plan.yml",
-            "-i",
-            str(tmp_path / "hosts.yml"),
-            "-e",
-            "k3_plan_dir=%s" % dest,
-        ],
-        cwd=ROOT,
-        env=ansible_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    proc = ansible_playbook(
+        "playbooks/plan.yml", "-e", "k3_plan_dir=%s" % dest, inventory=tmp_path / "hosts.yml", check=False, timeout=300
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]

@@ -1,4 +1,4 @@
-"""The benchmark machinery of playbooks/benchmark.yml (plugins/plugin_utils/_benchmark.py): scaling,
+"""The benchmark machinery of playbooks/benchmark.yml (plugins/plugin_utils/benchmark/): scaling,
 sweep, the exact argv of each load generator, the parsers against outputs the real tools recorded
 (tests/unit/fixtures/bench/README.md), the summary, the plots, the baseline comparison, the gates,
 and every bad setting refused with a message that names it."""
@@ -15,11 +15,40 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 from conftest import ROOT, example_plan
-from pngread import read_png
+from helpers.pngread import read_png
 
 from ansible_collections.kimi_k3.serving.plugins.action.benchmark_report import _exit_codes
-from ansible_collections.kimi_k3.serving.plugins.filter.benchmark import FilterModule
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _benchmark as b
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._commands import (
+    VllmBenchOptions,
+    ais_bench_config,
+    commands,
+    vllm_bench_argv,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._common import BenchmarkError
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._gates import (
+    Thresholds,
+    apply_gates,
+    gate_list,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._plots import PNG_SIZE
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._points import (
+    LengthFit,
+    load_scenarios,
+    plan_points,
+    scale_lengths,
+    sweep_concurrencies,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._report import ReportSettings, report
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._results import (
+    _ms,
+    load_points,
+    parse_ais_bench,
+    parse_point,
+    parse_vllm_bench,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._summary import summary_markdown
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._target import TargetSettings, target
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._benchmark import Filters
 
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "bench"
 RAW = FIXTURES / "raw"
@@ -45,7 +74,7 @@ def recorded_point(name):
     """The point of a fixture folder, planned with the settings it was recorded with."""
     scenario, _unused, conc = name.rpartition("-c")
     overrides = dict(RECORDED, **{scenario: dict(RECORDED[scenario], concurrency=int(conc))})
-    (point,) = b.plan_points([scenario], 512, overrides=overrides)
+    (point,) = plan_points([scenario], 512, overrides=overrides)
     return point
 
 
@@ -63,13 +92,19 @@ def test_every_tool_and_concurrency_was_recorded():
 # Scenarios, scaling, sweep
 # --------------------------------------------------------------------------------------------------
 def test_the_spec_scenarios_are_the_specification_s():
-    scenarios = b.load_scenarios()
+    scenarios = load_scenarios()
     short, long_ = scenarios["spec-8k-1k"], scenarios["spec-128k-1k-prefix"]
     assert (short["input_len"], short["output_len"], short["data_num"], short["concurrency"]) == (8192, 1024, 16, 4)
     assert (short["request_rate"], short["repeat_rate"], short["tool"]) == (0, 0, "ais_bench")
     assert (long_["input_len"], long_["output_len"], long_["data_num"], long_["concurrency"]) == (131024, 1024, 16, 4)
     assert (long_["dataset_type"], long_["repeat_rate"], long_["request_rate"]) == ("prefix_cache", 0.99, 0)
     assert scenarios["sweep"]["tool"] == "vllm_bench"
+
+
+def _scale_lengths(input_len, output_len, max_model_len, margin=64, scale=True, what="scenario", expansion=0.3):
+    """scale_lengths of a row below, whose settings come in this order."""
+    fit = LengthFit(margin=margin, scale=scale, expansion=expansion)
+    return scale_lengths(input_len, output_len, max_model_len, fit=fit, what=what)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +129,7 @@ def test_the_spec_scenarios_are_the_specification_s():
     ],
 )
 def test_scale_lengths(args, expected):
-    out = b.scale_lengths(*args)
+    out = _scale_lengths(*args)
     assert out == expected
     grow = 1 + (args[6] if len(args) > 6 else 0.3)
     assert out[0] * grow + out[1] <= args[2] - args[3]
@@ -114,8 +149,8 @@ def test_scale_lengths(args, expected):
     ],
 )
 def test_scale_lengths_refused(args, kwargs, needle):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.scale_lengths(*args, **kwargs)
+    with pytest.raises(BenchmarkError) as err:
+        _scale_lengths(*args, **kwargs)
     assert needle in str(err.value)
 
 
@@ -131,7 +166,7 @@ def test_scale_lengths_refused(args, kwargs, needle):
     ],
 )
 def test_sweep_concurrencies(top, explicit, expected):
-    assert b.sweep_concurrencies(top, explicit) == expected
+    assert sweep_concurrencies(top, explicit) == expected
 
 
 @pytest.mark.parametrize(
@@ -145,13 +180,13 @@ def test_sweep_concurrencies(top, explicit, expected):
     ],
 )
 def test_sweep_refused(top, explicit, needle):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.sweep_concurrencies(top, explicit)
+    with pytest.raises(BenchmarkError) as err:
+        sweep_concurrencies(top, explicit)
     assert needle in str(err.value)
 
 
 def test_points_of_the_spec_and_a_sweep_on_the_sandbox():
-    points = b.plan_points(["spec-8k-1k", "spec-128k-1k-prefix", "sweep"], 512, sweep=[1, 2, 4, 8])
+    points = plan_points(["spec-8k-1k", "spec-128k-1k-prefix", "sweep"], 512, sweep=[1, 2, 4, 8])
     by_name = {p["name"]: p for p in points}
     assert list(by_name) == ["spec-8k-1k-c4", "spec-128k-1k-prefix-c4", "sweep-c1", "sweep-c2", "sweep-c4", "sweep-c8"]
     prefix = by_name["spec-128k-1k-prefix-c4"]
@@ -164,7 +199,7 @@ def test_points_of_the_spec_and_a_sweep_on_the_sandbox():
 
 
 def test_points_unscaled_where_they_fit():
-    (point,) = b.plan_points(["spec-128k-1k-prefix"], 250000)
+    (point,) = plan_points(["spec-128k-1k-prefix"], 250000)
     assert (point["input_len"], point["output_len"], point["prefix_len"], point["scaled"]) == (
         131024,
         1024,
@@ -214,8 +249,9 @@ def test_points_unscaled_where_they_fit():
 def test_points_refused(selected, kwargs, needle):
     kwargs = dict(kwargs)
     sweep = kwargs.pop("sweep", None)
-    with pytest.raises(b.BenchmarkError) as err:
-        b.plan_points(selected, 512, sweep=sweep, **kwargs)
+    fit = LengthFit(scale=kwargs.pop("scale", True))
+    with pytest.raises(BenchmarkError) as err:
+        plan_points(selected, 512, sweep=sweep, fit=fit, **kwargs)
     assert needle in str(err.value)
 
 
@@ -224,7 +260,7 @@ def test_points_refused(selected, kwargs, needle):
 # --------------------------------------------------------------------------------------------------
 def test_target_from_a_plan_with_k3_concurrency():
     plan = example_plan("mi355x-pd-1p1d-c48")
-    tgt = b.target(plan)
+    tgt = target(plan)
     assert (tgt["host"], tgt["url"]) == (plan["endpoint"]["host"], plan["endpoint"]["url"].rstrip("/"))
     assert tgt["model"] == plan["verify"]["served_model_name"]
     assert (tgt["tokenizer"], tgt["max_model_len"]) == (
@@ -232,12 +268,12 @@ def test_target_from_a_plan_with_k3_concurrency():
         plan["parameters"]["max_model_len"],
     )
     assert tgt["concurrency"] == plan["parameters"]["concurrency"] == 48  # k3_concurrency of the inventory
-    assert b.sweep_concurrencies(tgt["concurrency"]) == [1, 2, 4, 8, 16, 32, 48]
+    assert sweep_concurrencies(tgt["concurrency"]) == [1, 2, 4, 8, 16, 32, 48]
 
 
 def test_explicit_settings_win_over_the_plan():
     plan = example_plan("mi355x-pd-1p1d-c8")
-    tgt = b.target(plan, host="loadgen", endpoint="http://10.0.0.9:9000/", concurrency=3)
+    tgt = target(plan, TargetSettings(host="loadgen", endpoint="http://10.0.0.9:9000/", concurrency=3))
     assert (tgt["host"], tgt["url"], tgt["concurrency"]) == ("loadgen", "http://10.0.0.9:9000", 3)
     assert tgt["model"] == plan["verify"]["served_model_name"]
 
@@ -261,8 +297,8 @@ def test_target_refused(plan, kwargs, needle):
     kwargs = dict(kwargs)
     if "url" in kwargs:
         kwargs["endpoint"] = kwargs.pop("url")
-    with pytest.raises(b.BenchmarkError) as err:
-        b.target(plan, **kwargs)
+    with pytest.raises(BenchmarkError) as err:
+        target(plan, TargetSettings(**kwargs))
     assert needle in str(err.value)
 
 
@@ -270,7 +306,7 @@ def test_target_refused(plan, kwargs, needle):
 # The exact commands
 # --------------------------------------------------------------------------------------------------
 def test_vllm_bench_serve_argv():
-    (point,) = list(b.commands([recorded_point("sweep-c2")], RECORDED_TARGET, "/v/vllm", "/v/ais", "/r/run"))
+    (point,) = list(commands([recorded_point("sweep-c2")], RECORDED_TARGET, "/v/vllm", "/v/ais", "/r/run"))
     assert point["config"] is None
     assert point["dir"] == "/r/run/sweep-c2"
     assert point["argv"] == ["/usr/bin/env", *PROXIES] + [
@@ -315,10 +351,27 @@ def test_vllm_bench_serve_argv():
     ]
 
 
+def test_vllm_bench_options_choose_the_seed_and_the_result_file():
+    """A run beside the benchmark's points (tests/traffic.py's rounds) picks its seed and result file;
+    the rest of the argv is the point's, and the defaults are the points' own."""
+    point = recorded_point("sweep-c2")
+    plain = vllm_bench_argv(point, RECORDED_TARGET, "/v", "/r/run")
+    assert vllm_bench_argv(point, RECORDED_TARGET, "/v", "/r/run", options=VllmBenchOptions()) == plain
+    chosen = vllm_bench_argv(
+        point, RECORDED_TARGET, "/v", "/r/run", options=VllmBenchOptions(seed=7, result_filename="round-007.json")
+    )
+    seed, name = plain.index("--seed") + 1, plain.index("--result-filename") + 1
+    assert (plain[seed], plain[name]) == ("0", "result.json")
+    assert (chosen[seed], chosen[name]) == ("7", "round-007.json")
+    assert [a for i, a in enumerate(chosen) if i not in (seed, name)] == [
+        a for i, a in enumerate(plain) if i not in (seed, name)
+    ]
+
+
 @pytest.mark.parametrize("name", SWEEP_NAMES)
 def test_the_recorded_vllm_runs_had_this_argv(name):
     """vllm bench serve printed its parsed arguments: they are the ones the argv asks for."""
-    (point,) = b.commands([recorded_point(name)], RECORDED_TARGET, "/v", "/a", "/tmp/bscratch/rec")
+    (point,) = commands([recorded_point(name)], RECORDED_TARGET, "/v", "/a", "/tmp/bscratch/rec")
     printed = (RAW / name / "stdout.txt").read_text().splitlines()[0]
     for field, value in (
         ("random_input_len", point["input_len"]),
@@ -337,7 +390,7 @@ def test_the_recorded_vllm_runs_had_this_argv(name):
 
 def test_ais_bench_argv_and_config():
     tgt = dict(RECORDED_TARGET, url="https://front.example:8443")
-    (point,) = b.commands([recorded_point("spec-128k-1k-prefix-c4")], tgt, "/v/vllm", "/v/ais", "/r/run")
+    (point,) = commands([recorded_point("spec-128k-1k-prefix-c4")], tgt, "/v/vllm", "/v/ais", "/r/run")
     folder = "/r/run/spec-128k-1k-prefix-c4"
     assert point["argv"] == ["/usr/bin/env", *PROXIES] + [
         "/v/ais/bin/ais_bench",
@@ -358,9 +411,9 @@ def test_ais_bench_argv_and_config():
 
 def test_the_key_is_only_in_the_host_s_copy_of_the_ais_config():
     point = recorded_point("spec-8k-1k-c1")
-    keyed = b.ais_bench_config(point, RECORDED_TARGET, "sk-secret")
+    keyed = ais_bench_config(point, RECORDED_TARGET, "sk-secret")
     assert _config_dicts(keyed)[0]["api_key"] == "sk-secret"
-    (command,) = b.commands([point], RECORDED_TARGET, "/v", "/a", "/r")
+    (command,) = commands([point], RECORDED_TARGET, "/v", "/a", "/r")
     assert "sk-secret" not in command["config"] and "sk-secret" not in " ".join(command["argv"])
 
 
@@ -390,13 +443,13 @@ def _value(node):
 def test_the_recorded_ais_runs_used_the_config_generated_now(name):
     """The configuration each recorded AISBench run read is, statement for statement, the one generated today."""
     recorded = (RAW / name / "ais_bench_config.py").read_text()
-    generated = b.ais_bench_config(recorded_point(name), RECORDED_TARGET)
+    generated = ais_bench_config(recorded_point(name), RECORDED_TARGET)
     assert ast.dump(ast.parse(recorded)) == ast.dump(ast.parse(generated))
 
 
 def test_remote_dir_must_be_absolute():
-    with pytest.raises(b.BenchmarkError) as err:
-        b.commands([recorded_point("sweep-c1")], RECORDED_TARGET, "/v", "/a", "relative/dir")
+    with pytest.raises(BenchmarkError) as err:
+        commands([recorded_point("sweep-c1")], RECORDED_TARGET, "/v", "/a", "relative/dir")
     assert "benchmark_remote_dir must be an absolute path, not 'relative/dir'" in str(err.value)
 
 
@@ -411,7 +464,7 @@ def _stdout_number(text, label):
 
 @pytest.mark.parametrize("name", SWEEP_NAMES)
 def test_parse_vllm_bench_serve(name):
-    point = b.parse_point(recorded_point(name), str(RAW / name))
+    point = parse_point(recorded_point(name), str(RAW / name))
     raw = json.loads((RAW / name / "result.json").read_text())
     stdout = (RAW / name / "stdout.txt").read_text()
     assert (point["completed"], point["failed"]) == (raw["completed"], raw["failed"]) == (8, 0)
@@ -443,7 +496,7 @@ def _ais_table(stdout):
 
 @pytest.mark.parametrize("name", AIS_NAMES)
 def test_parse_ais_bench(name):
-    point = b.parse_point(recorded_point(name), str(RAW / name))
+    point = parse_point(recorded_point(name), str(RAW / name))
     table = _ais_table((RAW / name / "stdout.txt").read_text())
     assert point["completed"] == int(table["Success Requests"][0]) == 8
     assert point["failed"] == int(table["Failed Requests"][0]) == 0
@@ -458,22 +511,22 @@ def test_parse_ais_bench(name):
 
 
 def test_the_prefix_scenario_ran_with_its_prefix():
-    point = b.parse_point(recorded_point("spec-128k-1k-prefix-c4"), str(RAW / "spec-128k-1k-prefix-c4"))
+    point = parse_point(recorded_point("spec-128k-1k-prefix-c4"), str(RAW / "spec-128k-1k-prefix-c4"))
     assert (point["dataset_type"], point["prefix_len"], point["repeat_rate"]) == ("prefix_cache", 126, 0.99)
     log = next((RAW / "spec-128k-1k-prefix-c4" / "work").rglob("prefix_cache.out")).read_text()
     assert "prefix length: 126" in log
 
 
 def test_a_failed_ais_bench_run_is_named():
-    with pytest.raises(b.BenchmarkError) as err:
-        b.parse_point(recorded_point("spec-8k-1k-c2"), str(FIXTURES / "failed" / "spec-8k-1k-c2"))
+    with pytest.raises(BenchmarkError) as err:
+        parse_point(recorded_point("spec-8k-1k-c2"), str(FIXTURES / "failed" / "spec-8k-1k-c2"))
     assert "point spec-8k-1k-c2" in str(err.value)
     assert "AISBench wrote no performances/*/*.csv (see its stdout.txt and stderr.txt)" in str(err.value)
 
 
 def test_a_missing_vllm_result_is_named(tmp_path):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.parse_point(recorded_point("sweep-c1"), str(tmp_path))
+    with pytest.raises(BenchmarkError) as err:
+        parse_point(recorded_point("sweep-c1"), str(tmp_path))
     assert "vllm bench serve wrote no result.json" in str(err.value)
 
 
@@ -487,8 +540,8 @@ def test_a_missing_vllm_result_is_named(tmp_path):
     ],
 )  # fmt: skip
 def test_parse_vllm_bench_refused(text, needle):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.parse_vllm_bench(text)
+    with pytest.raises(BenchmarkError) as err:
+        parse_vllm_bench(text)
     assert needle in str(err.value)
 
 
@@ -508,14 +561,14 @@ def test_parse_ais_bench_refused():
         (good_csv.replace("P90", "P95"), good_json, "the per-request statistics have no P90 column"),
     ]
     for csv_text, json_text, needle in cases:
-        with pytest.raises(b.BenchmarkError) as err:
-            b.parse_ais_bench(csv_text, json_text)
+        with pytest.raises(BenchmarkError) as err:
+            parse_ais_bench(csv_text, json_text)
         assert needle in str(err.value)
 
 
 @pytest.mark.parametrize("cell,ms", [("368.001 ms", 368.001), ("1.5 s", 1500.0), ("250 us", 0.25), (12, 12.0)])
 def test_durations_in_ms(cell, ms):
-    assert b._ms(cell, "x") == pytest.approx(ms)
+    assert _ms(cell, "x") == pytest.approx(ms)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -530,12 +583,13 @@ def recorded_run(tmp_path):
 
 def test_report_writes_points_summary_and_plots(recorded_run):
     run, points = recorded_run
-    out = b.report(run, points, results=[{"name": p["name"], "rc": 0} for p in points], gates=b.gate_list())
+    results = [{"name": p["name"], "rc": 0} for p in points]
+    out = report(run, points, ReportSettings(results=results, gates=gate_list()))
     assert out["problems"] == [] and out["failures"] == []
     assert sorted(p.name for p in (run / "points").iterdir()) == [n + ".json" for n in RECORDED_NAMES]
     for name in RECORDED_NAMES:
         written = json.loads((run / "points" / (name + ".json")).read_text())
-        assert written == b.parse_point(recorded_point(name), str(run / "raw" / name))
+        assert written == parse_point(recorded_point(name), str(run / "raw" / name))
         assert set(written["ttft_ms"]) == {"mean", "p50", "p90", "p99"}
     summary = (run / "summary.md").read_text()
     assert summary == out["summary"]
@@ -556,16 +610,16 @@ def _assert_png(path):
     data = Path(path).read_bytes()
     assert len(data) > 5000
     width, height, rows = read_png(data)
-    assert (width, height) == b.PNG_SIZE
+    assert (width, height) == PNG_SIZE
     colours = {row[i : i + 3] for row in rows[::20] for i in range(0, len(row), 60)}
     assert len(colours) > 3, "a blank picture"
 
 
 def test_scaled_lengths_are_said_in_the_summary(recorded_run):
     run, _points = recorded_run
-    point = dict(b.parse_point(recorded_point("sweep-c1"), str(run / "raw" / "sweep-c1")), scaled=True)
+    point = dict(parse_point(recorded_point("sweep-c1"), str(run / "raw" / "sweep-c1")), scaled=True)
     point["requested"] = {"input_len": 1024, "output_len": 256}
-    assert "| 64/16 (scaled from 1024/256) |" in b.summary_markdown([point], run)
+    assert "| 64/16 (scaled from 1024/256) |" in summary_markdown([point], run)
 
 
 def test_a_point_that_failed_is_a_problem_naming_it(recorded_run, tmp_path):
@@ -574,7 +628,7 @@ def test_a_point_that_failed_is_a_problem_naming_it(recorded_run, tmp_path):
     shutil.rmtree(run / "raw" / "spec-8k-1k-c2" / "work")
     shutil.copytree(FIXTURES / "failed" / "spec-8k-1k-c2" / "work", run / "raw" / "spec-8k-1k-c2" / "work")
     results = [{"name": p["name"], "rc": 1 if p["name"] == "sweep-c4" else 0} for p in points]
-    out = b.report(run, points, results=results, gates=b.gate_list())
+    out = report(run, points, ReportSettings(results=results, gates=gate_list()))
     assert out["problems"] == [
         "benchmark point failed: point spec-8k-1k-c2 (%s/raw/spec-8k-1k-c2): AISBench wrote no performances/*/*.csv "
         "(see its stdout.txt and stderr.txt); run folder %s" % (run, run),
@@ -587,22 +641,23 @@ def test_a_point_that_failed_is_a_problem_naming_it(recorded_run, tmp_path):
 
 def test_gates_pass(recorded_run):
     run, points = recorded_run
-    measured = [b.parse_point(p, str(run / "raw" / p["name"])) for p in points]
+    measured = [parse_point(p, str(run / "raw" / p["name"])) for p in points]
     worst_ttft = max(p["ttft_ms"]["p99"] for p in measured)
     lowest = min(p["output_throughput"] for p in measured)
-    gates = b.gate_list(0, worst_ttft, lowest, extra=[{"metric": "e2el_ms.p90", "max": 10_000, "scenario": "sweep"}])
-    assert b.apply_gates(measured, gates, str(run)) == []
+    extra = [{"metric": "e2el_ms.p90", "max": 10_000, "scenario": "sweep"}]
+    gates = gate_list(Thresholds(0, worst_ttft, lowest), extra=extra)
+    assert apply_gates(measured, gates, str(run)) == []
 
 
 def test_gates_fail_naming_metric_value_threshold_and_folder(recorded_run):
     run, points = recorded_run
-    measured = {p["name"]: b.parse_point(p, str(run / "raw" / p["name"])) for p in points}
+    measured = {p["name"]: parse_point(p, str(run / "raw" / p["name"])) for p in points}
     c4 = measured["sweep-c4"]
     limit = math.floor(c4["ttft_ms"]["p99"] * 10) / 10 - 0.1  # just below what sweep-c4 measured
-    gates = b.gate_list(
-        max_ttft_p99_ms=limit, extra=[{"metric": "output_throughput", "min": 1e9, "scenario": "spec-8k-1k"}]
+    gates = gate_list(
+        Thresholds(max_ttft_p99_ms=limit), extra=[{"metric": "output_throughput", "min": 1e9, "scenario": "spec-8k-1k"}]
     )
-    failures = b.apply_gates(list(measured.values()), gates, str(run))
+    failures = apply_gates(list(measured.values()), gates, str(run))
     expected = "benchmark gate failed: point sweep-c4: ttft_ms.p99 = %.2f ms, above the threshold %s ms " % (
         c4["ttft_ms"]["p99"],
         ("%.1f" % limit).rstrip("0").rstrip("."),
@@ -625,10 +680,10 @@ def test_gates_fail_naming_metric_value_threshold_and_folder(recorded_run):
 
 def test_failed_requests_fail_the_default_gate(recorded_run):
     run, points = recorded_run
-    measured = b.parse_point(recorded_point("sweep-c1"), str(run / "raw" / "sweep-c1"))
+    measured = parse_point(recorded_point("sweep-c1"), str(run / "raw" / "sweep-c1"))
     broken = dict(measured, failed=2, completed=measured["completed"] - 2)
-    assert b.apply_gates([measured], b.gate_list(), str(run)) == []
-    assert b.apply_gates([broken], b.gate_list(), str(run)) == [
+    assert apply_gates([measured], gate_list(), str(run)) == []
+    assert apply_gates([broken], gate_list(), str(run)) == [
         "benchmark gate failed: point sweep-c1: failed = 2, above the threshold 0 (benchmark_max_failed); "
         "run folder %s" % run
     ]
@@ -647,10 +702,10 @@ def _baseline_from(run, tmp_path, factor):
 
 def test_baseline_comparison_and_regression_gate(recorded_run, tmp_path):
     run, points = recorded_run
-    b.report(run, points, gates=b.gate_list())
+    report(run, points, ReportSettings(gates=gate_list()))
     base = _baseline_from(run, tmp_path, 1.5)
-    gates = b.gate_list(max_regression_percent=10, regression_metrics=["output_throughput", "ttft_ms.p99"])
-    out = b.report(run, points, gates=gates, baseline_dir=str(base))
+    gates = gate_list(Thresholds(max_regression_percent=10, regression_metrics=["output_throughput", "ttft_ms.p99"]))
+    out = report(run, points, ReportSettings(gates=gates, baseline_dir=str(base)))
     rows = {(r["point"], r["metric"]): r for r in out["comparison"]}
     assert len(rows) == 2 * len(points)
     throughput = rows[("sweep-c2", "output_throughput")]
@@ -670,16 +725,16 @@ def test_baseline_comparison_and_regression_gate(recorded_run, tmp_path):
     assert sorted(Path(p).name for p in out["plots"]) == ["baseline.png", "latency.png", "throughput.png"]
     _assert_png(run / "baseline.png")
     # Within the threshold, and better than the baseline: no failure.
-    assert b.report(run, points, gates=b.gate_list(max_regression_percent=50, regression_metrics=["output_throughput"]),
-                    baseline_dir=str(base))["failures"] == []  # fmt: skip
+    within = gate_list(Thresholds(max_regression_percent=50, regression_metrics=["output_throughput"]))
+    assert report(run, points, ReportSettings(gates=within, baseline_dir=str(base)))["failures"] == []
     better = _baseline_from(run, tmp_path / "better", 0.5)
-    out = b.report(run, points, gates=gates, baseline_dir=str(better))
+    out = report(run, points, ReportSettings(gates=gates, baseline_dir=str(better)))
     assert out["failures"] == [] and rows and out["comparison"][0]["regression_percent"] < 0
 
 
 def test_a_baseline_that_is_not_a_run_folder(tmp_path):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.load_points(tmp_path)
+    with pytest.raises(BenchmarkError) as err:
+        load_points(tmp_path)
     assert "the baseline %s is not a benchmark run folder (it has no points/)" % tmp_path in str(err.value)
 
 
@@ -696,33 +751,33 @@ def test_a_baseline_that_is_not_a_run_folder(tmp_path):
     ],
 )
 def test_bad_gates_refused(extra, needle):
-    with pytest.raises(b.BenchmarkError) as err:
-        b.gate_list(extra=extra)
+    with pytest.raises(BenchmarkError) as err:
+        gate_list(extra=extra)
     assert needle in str(err.value)
 
 
 def test_unknown_regression_metric_refused():
-    with pytest.raises(b.BenchmarkError) as err:
-        b.gate_list(max_regression_percent=5, regression_metrics=["tput"])
+    with pytest.raises(BenchmarkError) as err:
+        gate_list(Thresholds(max_regression_percent=5, regression_metrics=["tput"]))
     assert "benchmark_max_regression_percent: no benchmark metric 'tput'" in str(err.value)
 
 
 def test_every_threshold_variable_makes_its_gate():
-    gates = b.gate_list(0, 2000, 10, 5, ["output_throughput"])
+    gates = gate_list(Thresholds(0, 2000, 10, 5, ["output_throughput"]))
     assert [(g["metric"], g["source"]) for g in gates] == [
         ("failed", "benchmark_max_failed"),
         ("ttft_ms.p99", "benchmark_max_ttft_p99_ms"),
         ("output_throughput", "benchmark_min_output_throughput"),
         ("output_throughput", "benchmark_max_regression_percent"),
     ]
-    assert b.gate_list(None) == []
+    assert gate_list(Thresholds(max_failed=None)) == []
 
 
 # --------------------------------------------------------------------------------------------------
 # The shims
 # --------------------------------------------------------------------------------------------------
 def test_filters_refuse_with_the_message():
-    filters = FilterModule().filters()
+    filters = Filters().filters()
     with pytest.raises(AnsibleFilterError) as err:
         filters["benchmark_points"](RECORDED_TARGET, ["nope"], remote_dir="/r")
     assert "no benchmark scenario 'nope'" in str(err.value)
@@ -735,11 +790,9 @@ def test_filters_refuse_with_the_message():
 
 
 def test_filter_points_derive_the_sweep_from_the_target():
-    points = FilterModule().filters()["benchmark_points"](
-        dict(RECORDED_TARGET, concurrency=8), ["sweep"], remote_dir="/r"
-    )
+    points = Filters().filters()["benchmark_points"](dict(RECORDED_TARGET, concurrency=8), ["sweep"], remote_dir="/r")
     assert [p["concurrency"] for p in points] == [1, 2, 4, 8]
-    points = FilterModule().filters()["benchmark_points"](RECORDED_TARGET, ["sweep"], sweep=[3], remote_dir="/r")
+    points = Filters().filters()["benchmark_points"](RECORDED_TARGET, ["sweep"], sweep=[3], remote_dir="/r")
     assert [p["name"] for p in points] == ["sweep-c3"]
 
 

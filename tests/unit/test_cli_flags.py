@@ -1,6 +1,6 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Extra flags checked against the real programs' flags (plugins/plugin_utils/_cli_flags.py).
+"""Extra flags checked against the real programs' flags (plugins/plugin_utils/plan/_cli_flags.py).
 
 The flag lists are the committed data (plugins/plugin_utils/data/cli_flags_*.json); that the data
 is what the real programs give is tests/contract/test_cli_flags.py's job.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _cli_flags as cli_flags
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._cli_flags import check_args
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _cli_flags as cli_flags
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._cli_flags import check_args
 
 # (program, items): no problem.
 GOOD = [

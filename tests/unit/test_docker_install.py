@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kimi_k3.serving.plugins.filter.container import FilterModule
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._container import Filters
 
-PLAN = FilterModule().filters()["docker_install_plan"]
+PLAN = Filters().filters()["docker_install_plan"]
 
 
 # Facts as `setup: gather_subset=[min]` reports them on each distribution.

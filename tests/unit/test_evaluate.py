@@ -13,7 +13,8 @@ import sys
 import pytest
 from conftest import ROOT, skip_or_fail
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _evaluate as ev
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.evaluate import _runs as ev
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.evaluate import _scores as ev_scores
 
 FIXTURES = ROOT / "tests" / "unit" / "fixtures" / "eval"
 K3_EVALS = ROOT / "roles" / "evaluate" / "files" / "kimi_evals"
@@ -239,7 +240,7 @@ def header(name):
     ],
 )
 def test_scores_are_read_from_recorded_inspect_logs(benchmark, fixture, status, accuracy, stderr, samples, completed):
-    got = ev.score_of(benchmark, header(fixture), "/srv/run/%s/x.eval" % benchmark)
+    got = ev_scores.score_of(benchmark, header(fixture), "/srv/run/%s/x.eval" % benchmark)
     assert (got["status"], got["accuracy"], got["stderr"], got["samples"], got["completed"]) == (
         status,
         accuracy,
@@ -271,14 +272,16 @@ def test_read_scores_takes_the_registered_dump_loop():
             {"item": {"benchmark": "ocrbench", "log": "/r/ocrbench/b.eval"}, "stdout": header("ocrbench.header.json")},
         ]
     }
-    scores = ev.read_scores(registered)
+    scores = ev_scores.read_scores(registered)
     assert [(s["benchmark"], s["accuracy"], s["log"]) for s in scores] == [
         ("toolcall", 0.25, "/r/toolcall/a.eval"),
         ("ocrbench", 0.0, "/r/ocrbench/b.eval"),
     ]
-    assert ev.unfinished(scores) == []
-    error = ev.read_scores([{"benchmark": "ocrbench", "header": header("ocrbench-error.header.json"), "log": "/x"}])
-    assert [s["benchmark"] for s in ev.unfinished(error)] == ["ocrbench"]
+    assert ev_scores.unfinished(scores) == []
+    error = ev_scores.read_scores(
+        [{"benchmark": "ocrbench", "header": header("ocrbench-error.header.json"), "log": "/x"}]
+    )
+    assert [s["benchmark"] for s in ev_scores.unfinished(error)] == ["ocrbench"]
 
 
 @pytest.mark.parametrize(
@@ -297,7 +300,7 @@ def test_read_scores_takes_the_registered_dump_loop():
 )
 def test_bad_logs_are_refused(benchmark, value, needle):
     with pytest.raises(ev.EvaluateError) as err:
-        ev.score_of(benchmark, value)
+        ev_scores.score_of(benchmark, value)
     assert needle in str(err.value)
 
 
@@ -315,18 +318,22 @@ def test_newest_log_is_picked_and_a_missing_log_names_the_benchmark():
             }
         ]
     }
-    assert ev.newest_logs(found) == [{"benchmark": "ocrbench", "title": "OCRBench", "log": "/r/ocrbench/2026-b.eval"}]
+    assert ev_scores.newest_logs(found) == [
+        {"benchmark": "ocrbench", "title": "OCRBench", "log": "/r/ocrbench/2026-b.eval"}
+    ]
     empty = {"results": [{"item": run, "files": []}]}
     ran = {"results": [{"item": run, "rc": 1, "stderr": "Traceback\nDatasetError: OCRBench dataset /d does not exist"}]}
     with pytest.raises(ev.EvaluateError) as err:
-        ev.newest_logs(empty, ran)
+        ev_scores.newest_logs(empty, ran)
     assert str(err.value) == (
         "OCRBench wrote no log in /r/ocrbench: inspect exited 1: DatasetError: OCRBench dataset /d does not exist"
     )
 
 
 def scores(*names):
-    return [ev.score_of(n.split("-")[0], header(n + ".header.json"), "/r/%s/x.eval" % n.split("-")[0]) for n in names]
+    return [
+        ev_scores.score_of(n.split("-")[0], header(n + ".header.json"), "/r/%s/x.eval" % n.split("-")[0]) for n in names
+    ]
 
 
 @pytest.mark.parametrize(
@@ -341,7 +348,7 @@ def scores(*names):
     ],
 )
 def test_gates_both_ways(gates, failing):
-    got = ev.gate_failures(scores("ocrbench", "mmmu_pro", "toolcall"), gates, "/runs/r1/")
+    got = ev_scores.gate_failures(scores("ocrbench", "mmmu_pro", "toolcall"), gates, "/runs/r1/")
     assert [m.split(" ")[0] for m in got] == failing
     for message in got:
         name = {"OCRBench": "ocrbench", "ToolCall": "toolcall"}[message.split(" ")[0]]
@@ -353,16 +360,16 @@ def test_gates_both_ways(gates, failing):
 
 
 def test_an_unfinished_run_fails_its_gate_with_the_retry_command():
-    (message,) = ev.gate_failures(scores("ocrbench-error"), {}, "/runs/r1")
+    (message,) = ev_scores.gate_failures(scores("ocrbench-error"), {}, "/runs/r1")
     assert message.startswith("OCRBench did not finish (status error, 0 of 0 samples: RetryError")
     assert "logs in /runs/r1/ocrbench" in message
     assert message.endswith("`inspect eval-retry /r/ocrbench/x.eval`")
 
 
 def test_a_remote_run_names_its_host_and_the_logs_kept_on_the_controller():
-    (message,) = ev.gate_failures(scores("ocrbench-error"), {}, "/runs/r1", "k3-front")
+    (message,) = ev_scores.gate_failures(scores("ocrbench-error"), {}, "/runs/r1", "k3-front")
     assert "logs in /runs/r1/ocrbench; resume it on k3-front with `inspect eval-retry /r/ocrbench/x.eval`" in message
-    (kept,) = ev.kept_logs(scores("toolcall"), "/runs/r1/")
+    (kept,) = ev_scores.kept_logs(scores("toolcall"), "/runs/r1/")
     assert (kept["log"], kept["kept"]) == ("/r/toolcall/x.eval", "/runs/r1/toolcall/x.eval")
 
 
@@ -377,19 +384,19 @@ def test_a_remote_run_names_its_host_and_the_logs_kept_on_the_controller():
 )
 def test_bad_gates_are_refused(gates, needle):
     with pytest.raises(ev.EvaluateError) as err:
-        ev.gate_failures(scores("ocrbench"), gates, "/r")
+        ev_scores.gate_failures(scores("ocrbench"), gates, "/r")
     assert needle in str(err.value)
 
 
 def test_score_table():
-    lines = ev.score_table(scores("ocrbench", "toolcall", "ocrbench-error"), {"toolcall": 0.2, "ocrbench": 0.5})
+    lines = ev_scores.score_table(scores("ocrbench", "toolcall", "ocrbench-error"), {"toolcall": 0.2, "ocrbench": 0.5})
     assert lines == [
         "benchmark  accuracy  stderr  samples  gate    result",
         "OCRBench   0.0000    0.0000  4/4      0.5000  FAIL",
         "ToolCall   0.2500    0.2500  4/4      0.2000  pass",
         "OCRBench   -         -       0/0      0.5000  NOT FINISHED (error)",
     ]
-    assert ev.score_table(scores("mmmu_pro"))[1].endswith("reported")
+    assert ev_scores.score_table(scores("mmmu_pro"))[1].endswith("reported")
 
 
 @pytest.mark.parametrize(
@@ -405,7 +412,7 @@ def test_score_table():
     ],
 )
 def test_service_check_verdicts_from_recorded_answers(fixture, failures):
-    got = ev.service_failures(header(fixture))
+    got = ev_scores.service_failures(header(fixture))
     assert len(got) == len(failures)
     for message, needle in zip(got, failures, strict=True):
         assert message.startswith("http://127.0.0.1:18102/v1: ")
@@ -415,7 +422,7 @@ def test_service_check_verdicts_from_recorded_answers(fixture, failures):
 @pytest.mark.parametrize("value", ["oops", "{}", '{"checks": []}', 3])
 def test_a_service_check_without_checks_is_refused(value):
     with pytest.raises(ev.EvaluateError):
-        ev.service_failures(value)
+        ev_scores.service_failures(value)
 
 
 # --- the service check's judges on recorded answers -------------------------------------------

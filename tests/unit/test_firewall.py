@@ -9,8 +9,12 @@ import subprocess
 import pytest
 from conftest import EXAMPLES, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._firewall import FirewallError, host_rules, networks
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._firewall import (
+    FirewallError,
+    host_rules,
+    networks,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PlanError, build_plan
 
 
 def plan_of(name, **extra):

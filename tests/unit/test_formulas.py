@@ -1,10 +1,10 @@
-"""Table tests for the recipes' formulas (plugins/plugin_utils/_formulas.py)."""
+"""Table tests for the recipes' formulas (plugins/plugin_utils/plan/_formulas.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _formulas as f
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _formulas as f
 
 
 @pytest.mark.parametrize(
@@ -205,7 +205,7 @@ def test_port_collisions():
 
 
 def test_metric_sum_reads_vllm_counters():
-    from ansible_collections.kimi_k3.serving.plugins.plugin_utils._metrics import metric_sum
+    from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._metrics import metric_sum
 
     text = "\n".join(
         [

@@ -1,8 +1,8 @@
-"""The same image build on every node (plugins/plugin_utils/_images.py)."""
+"""The same image build on every node (plugins/plugin_utils/platforms/_images.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._images import image_differences
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._images import image_differences
 
 TAG = "vllm/vllm-openai:kimi-k3"
 

@@ -37,10 +37,31 @@ def test_module_utils_holds_only_what_the_modules_import():
     assert shipped <= used, "controller-only code in module_utils: %s" % sorted(shipped - used)
 
 
+# plugins/plugin_utils by concern (docs/architecture.md#code-layout).
+CONCERNS = {"plan", "platforms", "operations", "observability", "benchmark", "evaluate", "report", "filters", "data"}
+# No file does several jobs: none over 500 lines.
+MAX_LINES = 500
+
+
 def test_plugin_utils_names_are_private_and_module_utils_never_imports_them():
-    files = [p for p in (PLUGINS / "plugin_utils").glob("*.py") if p.name != "__init__.py"]
+    # (data/ holds files the roles ship to the hosts, e.g. the engines' key guard: not code of this side.)
+    files = [p for p in (PLUGINS / "plugin_utils").rglob("*.py") if p.name != "__init__.py" and p.parent.name != "data"]
     assert files
     assert all(p.name.startswith("_") for p in files), [p.name for p in files if not p.name.startswith("_")]
     # module_utils never reaches into plugin_utils: a module shipped to a host would miss it.
     for p in (PLUGINS / "module_utils").glob("*.py"):
         assert "plugin_utils" not in p.read_text(encoding="utf-8"), p.name
+
+
+def test_plugin_utils_is_grouped_by_concern():
+    folders = {p.name for p in (PLUGINS / "plugin_utils").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == CONCERNS
+    top = sorted(p.name for p in (PLUGINS / "plugin_utils").glob("*.py"))
+    assert top == ["_paths.py"], top
+
+
+def test_no_plugin_file_is_over_500_lines():
+    sizes = {
+        str(p.relative_to(PLUGINS)): len(p.read_text(encoding="utf-8").splitlines()) for p in PLUGINS.rglob("*.py")
+    }
+    assert {p: n for p, n in sizes.items() if n > MAX_LINES} == {}

@@ -1,4 +1,4 @@
-"""Monitoring from the plan (plugins/plugin_utils/_monitoring.py): targets, rules, dashboards.
+"""Monitoring from the plan (plugins/plugin_utils/observability/_monitoring.py): targets, rules, dashboards.
 
 The metric names are checked against what the pinned services expose: vLLM 0.32's /metrics as
 recorded from the sandbox's prefill engine (tests/unit/fixtures/metrics/, with its source line),
@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, example_names, example_plan
 from test_plan_schema import sandbox_plan
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _monitoring as monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 ROUTER_SO = sorted((ROOT / ".venv" / "services").glob("lib/python3*/site-packages/vllm_router_rs*.so"))

@@ -18,10 +18,12 @@ from conftest import EXAMPLES, example_names, inventory_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, _Planner
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PlanError, _Planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import load_contract
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._dot import topology_dot
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._html import report_html
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._topology import topology
 
 DECLARED = sorted(load_contract().by_name)
 GROUPS = list(planner.ROLE_GROUPS)
@@ -118,7 +120,7 @@ def plans_or_refuses(inv):
     assert isinstance(plan, dict) and plan["hosts"]
     planner.plan_files(plan)  # the readable artefacts render too
     # report.html too (its picture's source and page; dot itself is tested in test_plan_report.py)
-    plan_report.report_html(plan, inv.get("groups"), dot_source=plan_report.topology_dot(plan_report.topology(plan)))
+    report_html(plan, inv.get("groups"), dot_source=topology_dot(topology(plan)))
     return "planned"
 
 

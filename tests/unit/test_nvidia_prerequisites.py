@@ -1,4 +1,4 @@
-"""What the nvidia role decides for a host (plugins/plugin_utils/_nvidia.py).
+"""What the nvidia role decides for a host (plugins/plugin_utils/platforms/_nvidia.py).
 
 Facts come from the real parser over recorded real outputs (tests/unit/fixtures/accelerator), so a
 decision is tested on what accelerator_facts really reports for that driver.
@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import accelerator
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._nvidia import driver_branch, nvidia_prerequisites
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._nvidia import (
+    driver_branch,
+    nvidia_prerequisites,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerator" / "nvidia"
 OPEN_565 = (FIXTURES / "proc-driver-nvidia-version_open_x86_64_565.57.01.txt").read_text()

@@ -1,15 +1,16 @@
-"""Reading a plan (plugins/plugin_utils/_plan_access.py): a host's services, the version refusal, node 0 restarts."""
+"""Reading a plan (plugins/plugin_utils/plan/_plan_access.py): a host's services, the version refusal,
+node 0 restarts."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import example_names, example_plan
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_access as plan_access
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PLAN_VERSION
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plan_access as plan_access
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PLAN_VERSION
 
 
-def svc(name, kind="vllm", runtime="host", role=None, after_started=(), needs_engines=False, image=None):
+def svc(name, *, kind="vllm", runtime="host", role=None, after_started=(), needs_engines=False, image=None):
     return {
         "name": name,
         "kind": kind,
@@ -133,7 +134,7 @@ def test_every_example_plan_is_readable_and_every_service_selected_once(plan_of)
             assert everything == data["services"]
             by_kind = [
                 s
-                for k in ("vllm", "router", "proxy", "metaservice")
+                for k in ("vllm", "router", "proxy", "metaservice", "front_door")
                 for s in plan_access.host_services(plan, host, kind=k)
             ]
             assert sorted(names(by_kind)) == sorted(names(everything))
@@ -221,9 +222,9 @@ def test_node0_restarts_refuses_states_that_are_not_a_mapping():
 def test_the_filter_shims_raise_ansible_filter_errors_naming_the_filter():
     from ansible.errors import AnsibleFilterError
 
-    from ansible_collections.kimi_k3.serving.plugins.filter import host_services as shim
+    from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters import _host_services as shim
 
-    filters = shim.FilterModule().filters()
+    filters = shim.Filters().filters()
     assert names(filters["host_services"](PLAN, "front", kind="router")) == ["router"]
     assert filters["node0_restarts"](PLAN, "n0", {"n1": ["failed", "active"]}) == ["engine"]
     with pytest.raises(AnsibleFilterError, match=r"^host_services: no plan: run the plan first"):

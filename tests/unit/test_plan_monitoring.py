@@ -12,9 +12,9 @@ import copy
 import pytest
 from test_plan_schema import SANDBOX_ADDRESSES, SANDBOX_GROUPS, sandbox_plan
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _firewall as firewall
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _firewall as firewall
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
 
 
 def inventory(monitoring=None, profile="sandbox-cpu", **watcher_vars):
@@ -62,6 +62,7 @@ def test_a_router_behind_the_api_key_launcher_still_gets_its_prometheus_listener
     inv = inventory({"k3-sb-mon": "10.77.0.18"})
     for host in inv["hostvars"]:
         inv["hostvars"][host]["k3_api_key"] = "sk-test-monitoring-key-0123456789"
+        inv["hostvars"][host]["k3_admin_api_key"] = "sk-test-monitoring-admin-0123456789"
     plan = planner.build_plan(inv)
     argv = router(plan)["argv"]
     # The launcher (vllm-router-auth.py) runs vllm-router with the key from the environment.

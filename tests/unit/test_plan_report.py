@@ -1,6 +1,6 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""report.html and its picture (plugins/plugin_utils/_plan_report.py), for every profile.
+"""report.html and its picture (plugins/plugin_utils/report/), for every profile.
 
 The picture is checked as data (``topology``), as Graphviz source and, with ``dot`` installed (make
 test installs graphviz), as the SVG dot draws: every host and service named, the KV-cache edge
@@ -21,8 +21,13 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_input, sandbox_inventory_input, skip_or_fail
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_report as plan_report
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import ROLE_GROUPS, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import ROLE_GROUPS, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._dot import topology_dot
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._file import report_file
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._html import report_html
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._model import port_text, rank_text, start_order
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._render import inline_svg
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._topology import kv_label, topology, wrap
 
 SVG = "{http://www.w3.org/2000/svg}"
 PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yml") if not p.name.startswith("_"))
@@ -112,7 +117,7 @@ def test_every_profile_has_a_case():
 @pytest.mark.parametrize("source", SOURCES)
 def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
     plan, groups = plan_and_groups(source)
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     keys = {n["key"] for n in model["nodes"]}
     assert keys == {"%s/%s" % (h, s["name"]) for h, s in services(plan)}
     assert {n["host"] for n in model["nodes"]} == set(plan["hosts"])
@@ -124,11 +129,13 @@ def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
         assert kv[0]["label"].startswith("KV cache: ")
     else:
         assert kv == []
-    # The clients enter at the plan's endpoint.
+    # The clients enter at the plan's endpoint, the front door, and it leads to what it guards.
     endpoint = plan["endpoint"]
     client = [e for e in model["edges"] if e["kind"] == "client"]
     assert len(client) == 1 and client[0]["label"] == "endpoint %s" % endpoint["url"]
     assert client[0]["head"] == node(model, "%s/%s" % (endpoint["host"], endpoint["service"]))["id"]
+    (door,) = edges(model, "door")
+    assert door["tail"] == client[0]["head"] and door["label"] == "the allowed routes"
     # Followers sit in their node 0's group, and join it.
     for host, svc in services(plan):
         for root in svc.get("after_started") or []:
@@ -139,7 +146,7 @@ def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
             assert any(
                 e["kind"] == "join" and (e["tail"], e["head"]) == (leader["id"], follower["id"]) for e in model["edges"]
             )
-    dot = plan_report.topology_dot(model)
+    dot = topology_dot(model)
     for host in plan["hosts"]:
         assert html.escape(host) in dot
     assert dot.count('class="edge-kv"') == (1 if is_pd(plan) else 0)
@@ -148,7 +155,7 @@ def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
 @pytest.mark.parametrize("source", SOURCES)
 def test_page_lists_hosts_services_units_ports_and_start_order(source):
     plan, groups = plan_and_groups(source)
-    page = plan_report.report_html(plan, groups, svg=None, problem="test")
+    page = report_html(plan, groups, svg=None, problem="test")
     for host, data in plan["hosts"].items():
         row = re.search(
             r"<tr><td><code>%s</code></td><td>%s</td><td>([^<]*)</td>"
@@ -160,7 +167,7 @@ def test_page_lists_hosts_services_units_ports_and_start_order(source):
     for host, svc in services(plan):
         assert "<code>%s.service</code>" % svc["unit"] in page
         for port in svc["ports"]:
-            assert plan_report.port_text(port) in page
+            assert port_text(port) in page
         assert "<td><code>%s/%s</code></td>" % (html.escape(host), html.escape(svc["name"])) in page
     assert "<code>%s</code>" % plan["profile"] in page
 
@@ -169,7 +176,7 @@ def test_page_lists_hosts_services_units_ports_and_start_order(source):
 def test_svg_from_dot_names_every_host_and_has_the_kv_edge_only_for_pd(source):
     dot_or_skip()
     plan, groups = plan_and_groups(source)
-    page, warning = plan_report.report_file(plan, groups)
+    page, warning = report_file(plan, groups)
     assert warning is None
     svg = page[page.index("<svg") : page.index("</svg>") + len("</svg>")]
     texts = " ".join(svg_texts(svg))
@@ -188,7 +195,7 @@ def edges(model, kind):
 
 def test_nvidia_pd_nixl_router_to_both_pools_nixl_kv_and_the_dep_decode_group():
     plan, groups = plan_and_groups("nvidia-pd-nixl")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     assert kv_edges(model)[0]["label"] == "KV cache: NixlConnector"
     router, p0, d0, d1 = (
         node(model, k) for k in ("pd-router/router", "gb300-p0/prefill", "gb300-d0/decode", "gb300-d1/decode")
@@ -203,7 +210,7 @@ def test_nvidia_pd_nixl_router_to_both_pools_nixl_kv_and_the_dep_decode_group():
 
 def test_mi355x_moriio_engines_register_with_the_router_and_kv_names_the_shared_connector():
     plan, groups = plan_and_groups("mi355x-pd-1p2d-c24")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     # Prefill runs MoRIIO inside a MultiConnector with CPU offload; decode MoRIIO: the path is MoRIIO.
     assert kv_edges(model)[0]["label"] == "KV cache: MoRIIOConnector"
     labels = sorted(e["label"] for e in edges(model, "route"))
@@ -216,7 +223,7 @@ def test_mi355x_moriio_engines_register_with_the_router_and_kv_names_the_shared_
 
 def test_ascend_a3_mixed_dp_group_of_four_with_headless_followers():
     plan, groups = plan_and_groups("a3-mixed-4node")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     assert kv_edges(model) == [] and edges(model, "route") == []
     (group,) = [c for c in model["clusters"] if c["kind"] == "group"]
     assert group["label"] == ["data-parallel group: DP 4 on 4 nodes", "node 0 a3-n0, DP RPC 198.51.100.11:13389"]
@@ -224,14 +231,14 @@ def test_ascend_a3_mixed_dp_group_of_four_with_headless_followers():
     joins = edges(model, "join")
     assert len(joins) == 3 and {e["tail"] for e in joins} == {node(model, "a3-n0/engine")["id"]}
     assert "headless follower, node 2, DP rank 2 of 4" in node(model, "a3-n2/engine")["lines"]
-    # The clients reach node 0: the edge is drawn to the whole group.
-    (client,) = edges(model, "client")
-    assert client["lhead"] == group["id"]
+    # The clients reach node 0 through the front door: the edge is drawn to the whole group.
+    (door,) = edges(model, "door")
+    assert door["lhead"] == group["id"] and door["tail"] == node(model, "a3-n0/front-door")["id"]
 
 
 def test_ascend_8p8d_proxy_mooncake_and_the_metaservice_the_prefill_group_waits_for():
     plan, groups = plan_and_groups("a3-pd-8p8d")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     assert kv_edges(model)[0]["label"] == "KV cache: MooncakeConnectorV1"
     prefill_group = node(model, "a3pd-p0/prefill")["cluster"]
     (wait,) = edges(model, "after")
@@ -245,14 +252,18 @@ def test_ascend_8p8d_proxy_mooncake_and_the_metaservice_the_prefill_group_waits_
 
 def test_sandbox_picture_front_host_twice_dp_group_apart_from_the_router():
     plan, groups = plan_and_groups("sandbox:sandbox")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     assert kv_edges(model)[0]["label"] == "KV cache: ExampleConnector"
-    assert [n["service"] for n in model["nodes"] if n["host"] == "k3-sb-front"] == ["metaservice", "router"]
+    assert [n["service"] for n in model["nodes"] if n["host"] == "k3-sb-front"] == [
+        "metaservice",
+        "router",
+        "front-door",
+    ]
     group = next(c for c in model["clusters"] if c["kind"] == "group")
     # The firewall opens only the endpoint to the clients: the DP group is not drawn behind it.
     assert group["label"][-1] == "its own API, not behind the endpoint"
     assert not [e for e in model["edges"] if e["head"] == node(model, "k3-sb-dp0/engine")["id"] and e["kind"] != "join"]
-    rows = [(step, key) for step, key, _a, _s in plan_report.start_order(plan)]
+    rows = [(step, key) for step, key, _a, _s in start_order(plan)]
     assert rows == [
         (1, "k3-sb-front/metaservice"),
         (1, "k3-sb-decode/decode"),
@@ -260,12 +271,13 @@ def test_sandbox_picture_front_host_twice_dp_group_apart_from_the_router():
         (2, "k3-sb-prefill/prefill"),
         (2, "k3-sb-dp1/engine"),
         (3, "k3-sb-front/router"),
+        (4, "k3-sb-front/front-door"),
     ]
 
 
 def test_sandbox_ha_pools_of_two_without_groups():
     plan, groups = plan_and_groups("sandbox:sandbox-ha")
-    model = plan_report.topology(plan, groups)
+    model = topology(plan, groups)
     assert [c["kind"] for c in model["clusters"]] == ["pool", "pool"]
     assert len(edges(model, "route")) == 4 and len(kv_edges(model)) == 1
 
@@ -288,8 +300,8 @@ def hostile_plan():
 def test_hostile_host_names_are_escaped_in_the_dot_source_and_the_page():
     plan, groups = hostile_plan()  # the planner takes such names: the report must not
     assert sorted(plan["hosts"]) == sorted(HOSTILE)
-    dot = plan_report.topology_dot(plan_report.topology(plan, groups))
-    page = plan_report.report_html(plan, groups, svg=None, problem="none here", dot_source=dot)
+    dot = topology_dot(topology(plan, groups))
+    page = report_html(plan, groups, svg=None, problem="none here", dot_source=dot)
     for text in (dot, page):
         assert "<script" not in text and "<img" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "b&amp;&quot;x&#x27;&lt;img" in page
@@ -298,7 +310,7 @@ def test_hostile_host_names_are_escaped_in_the_dot_source_and_the_page():
 def test_hostile_host_names_in_the_svg_are_text_not_markup():
     dot_or_skip()
     plan, groups = hostile_plan()
-    page, warning = plan_report.report_file(plan, groups)
+    page, warning = report_file(plan, groups)
     assert warning is None
     assert "<script" not in page and "<img" not in page
     svg = page[page.index("<svg") : page.index("</svg>") + len("</svg>")]
@@ -309,7 +321,7 @@ def test_hostile_host_names_in_the_svg_are_text_not_markup():
 @pytest.mark.parametrize("source", ["a3-pd-8p8d", "sandbox:sandbox"])
 def test_page_is_self_contained(source):
     plan, groups = plan_and_groups(source)
-    page, _warning = plan_report.report_file(plan, groups)
+    page, _warning = report_file(plan, groups)
     lowered = page.lower()
     for marker in ("<script", "<link", " src=", "url(", "@import", "@font-face", "<iframe", "<object"):
         assert marker not in lowered, marker
@@ -321,22 +333,23 @@ def test_no_api_key_in_the_page():
     inv = copy.deepcopy(inventory_input(str(EXAMPLES / "nvidia-pd-nixl" / "hosts.yml")))
     for data in inv["hostvars"].values():
         data["k3_api_key"] = [key, key + "-2"]
+        data["k3_admin_api_key"] = key + "-admin"
     plan = build_plan(inv)
-    page, _warning = plan_report.report_file(plan, deployment_groups(inv))
+    page, _warning = report_file(plan, deployment_groups(inv))
     assert key not in page
-    assert "required (2 accepted, from k3_api_key)" in page
+    assert "required (2 client keys from k3_api_key; the admin key from k3_admin_api_key)" in page
 
 
 def test_variant_shown_when_the_plan_has_one():
     plan, groups = plan_and_groups("nvidia-tp8")
-    assert "<dt>variant</dt>" not in plan_report.report_html(plan, groups)
+    assert "<dt>variant</dt>" not in report_html(plan, groups)
     plan["variant"] = "low-<latency>"
-    assert "<dt>variant</dt><dd><code>low-&lt;latency&gt;</code></dd>" in plan_report.report_html(plan, groups)
+    assert "<dt>variant</dt><dd><code>low-&lt;latency&gt;</code></dd>" in report_html(plan, groups)
 
 
 def test_without_dot_the_page_has_a_note_and_the_source_and_the_warning_names_the_package(tmp_path):
     plan, groups = plan_and_groups("sandbox:sandbox")
-    page, warning = plan_report.report_file(plan, groups, dot=str(tmp_path / "no-such-dot"))
+    page, warning = report_file(plan, groups, dot=str(tmp_path / "no-such-dot"))
     assert "<svg" not in page and 'id="no-picture"' in page
     assert "apt-get install graphviz" in page and "<details><summary>Graphviz source" in page
     assert html.escape("digraph kimi_k3 {") in page
@@ -351,7 +364,7 @@ def test_a_failing_dot_is_a_note_and_a_warning_too(tmp_path):
     fake.write_text("#!/bin/sh\necho 'Error: syntax error in line 1' >&2\nexit 3\n")
     os.chmod(fake, 0o755)
     plan, groups = plan_and_groups("nvidia-tp8")
-    page, warning = plan_report.report_file(plan, groups, dot=str(fake))
+    page, warning = report_file(plan, groups, dot=str(fake))
     assert "failed (exit 3): Error: syntax error in line 1" in warning
     assert "check the controller's Graphviz" in warning
     assert 'id="no-picture"' in page and "<svg" not in page
@@ -371,12 +384,12 @@ def test_a_failing_dot_is_a_note_and_a_warning_too(tmp_path):
     ],
 )
 def test_inline_svg(text, expected):
-    assert plan_report.inline_svg(text) == expected
+    assert inline_svg(text) == expected
 
 
 def test_inline_svg_refuses_output_without_svg():
     with pytest.raises(ValueError, match="no <svg> element"):
-        plan_report.inline_svg("Warning: nothing\n")
+        inline_svg("Warning: nothing\n")
 
 
 def kv_service(config):
@@ -402,7 +415,7 @@ def test_kv_label(prefill, decode, expected):
     def svcs(config):
         return [kv_service(config)] if config else [{"argv": ["vllm", "serve", "m"]}]
 
-    assert plan_report.kv_label(svcs(prefill), svcs(decode)) == expected
+    assert kv_label(svcs(prefill), svcs(decode)) == expected
 
 
 @pytest.mark.parametrize(
@@ -423,7 +436,7 @@ def test_kv_label(prefill, decode, expected):
     ],
 )
 def test_rank_text(svc, expected):
-    assert plan_report.rank_text(svc) == expected
+    assert rank_text(svc) == expected
 
 
 @pytest.mark.parametrize(
@@ -438,4 +451,4 @@ def test_rank_text(svc, expected):
     ],
 )
 def test_wrap(items, expected):
-    assert plan_report.wrap(items) == expected
+    assert wrap(items) == expected

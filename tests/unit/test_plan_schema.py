@@ -11,8 +11,8 @@ import re
 import pytest
 from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
 
 BACKENDS = ["builtin"] + (["jsonschema"] if plan_schema.jsonschema is not None else [])
 
@@ -407,54 +407,56 @@ PY_READ = re.compile(
 PY_WRITERS = re.compile(r"^(?:planner|plan_(?!access)\w+|profiles|variables)\.py$")
 
 
+def _expression_fields(text):
+    """Plan field names in a role's or playbook's expressions over a plan, a service or the checks."""
+    names = []
+    # <role>_plan.hosts[inventory_hostname].services, verify_plan.endpoint.url, ...
+    for match in re.finditer(r"\b\w+_plan((?:\.\w+|\[[^\]\[]+\])+)", text):
+        parts = re.findall(r"\.(\w+)", match.group(1))
+        if text[match.end() : match.end() + 1] == "(":
+            parts = parts[:-1]  # a method (index.values()), not a field
+        names += parts
+    # k3_plan_result['plan']['platform']
+    for match in re.finditer(r"\['plan'\]((?:\['\w+'\])+)", text):
+        names += re.findall(r"'(\w+)'", match.group(1))
+    # a service (service_unit_svc.unit), the verify checks (verify_checks.kv_transfer.decode), a pin
+    for match in re.finditer(r"\b(?:\w+_svc|svc|verify_checks|verify_pin\.\d)\.(\w+(?:\.\w+)*)", text):
+        names += match.group(1).split(".")
+    # plan | kimi_k3.serving.host_services(inventory_hostname, kind='vllm', followers=true)
+    for match in re.finditer(r"host_services\(([^)]*)\)", text):
+        names += [{"followers": "after_started"}.get(k, k) for k in re.findall(r"(\w+)=", match.group(1))]
+    return names
+
+
+def _attribute_fields(text):
+    """selectattr('after_started'), map(attribute='container.devices') on lists of services."""
+    names = []
+    for line in text.splitlines():
+        # (not lines over hostvars: those read what tasks registered on each host)
+        if not re.search(r"services|_svc\b|_plan\b|_selected\b|(?<!hosts)_all\b|verify_checks", line):
+            continue
+        if "hostvars" in line:
+            continue
+        for match in re.finditer(r"(?:selectattr|rejectattr|subelements)\('([\w.]+)'|map\(attribute='([\w.]+)'", line):
+            names += (match.group(1) or match.group(2)).split(".")
+    return names
+
+
 def referenced_fields():
     """Plan field names the roles, playbooks and plugins use, with where they use them."""
     found = {}
-
-    def add(name, where):
-        found.setdefault(name, set()).add(where)
-
     templates = sorted(
         [*(ROOT / "roles").rglob("*.yml"), *(ROOT / "roles").rglob("*.j2"), *(ROOT / "playbooks").glob("*.yml")]
     )
     for path in templates:
         text = path.read_text(encoding="utf-8")
-        rel = str(path.relative_to(ROOT))
-        # <role>_plan.hosts[inventory_hostname].services, verify_plan.endpoint.url, ...
-        for match in re.finditer(r"\b\w+_plan((?:\.\w+|\[[^\]\[]+\])+)", text):
-            parts = re.findall(r"\.(\w+)", match.group(1))
-            if text[match.end() : match.end() + 1] == "(":
-                parts = parts[:-1]  # a method (index.values()), not a field
-            for part in parts:
-                add(part, rel)
-        # k3_plan_result['plan']['platform']
-        for match in re.finditer(r"\['plan'\]((?:\['\w+'\])+)", text):
-            for part in re.findall(r"'(\w+)'", match.group(1)):
-                add(part, rel)
-        # a service (service_unit_svc.unit), the verify checks (verify_checks.kv_transfer.decode), a pin
-        for match in re.finditer(r"\b(?:\w+_svc|svc|verify_checks|verify_pin\.\d)\.(\w+(?:\.\w+)*)", text):
-            for part in match.group(1).split("."):
-                add(part, rel)
-        # selectattr('after_started'), map(attribute='container.devices') on lists of services
-        for line in text.splitlines():
-            # (not lines over hostvars: those read what tasks registered on each host)
-            if re.search(r"services|_svc\b|_plan\b|_selected\b|(?<!hosts)_all\b|verify_checks", line) and (
-                "hostvars" not in line
-            ):
-                for match in re.finditer(
-                    r"(?:selectattr|rejectattr|subelements)\('([\w.]+)'|map\(attribute='([\w.]+)'", line
-                ):
-                    for part in (match.group(1) or match.group(2)).split("."):
-                        add(part, rel)
-        # plan | kimi_k3.serving.host_services(inventory_hostname, kind='vllm', followers=true)
-        for match in re.finditer(r"host_services\(([^)]*)\)", text):
-            for keyword in re.findall(r"(\w+)=", match.group(1)):
-                add({"followers": "after_started"}.get(keyword, keyword), rel)
+        for name in _expression_fields(text) + _attribute_fields(text):
+            found.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     for path in sorted((ROOT / "plugins").rglob("*.py")):
         if PY_WRITERS.match(path.name):
             continue
         for match in PY_READ.finditer(path.read_text(encoding="utf-8")):
-            add(match.group(1), str(path.relative_to(ROOT)))
+            found.setdefault(match.group(1), set()).add(str(path.relative_to(ROOT)))
     return found
 
 

@@ -1,4 +1,4 @@
-"""Host preflight decisions (plugins/module_utils/preflight.py), table-tested; the probes over loopback."""
+"""Host preflight decisions (plugins/module_utils/preflight_*.py), table-tested; the probes over loopback."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import threading
 
 import pytest
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import preflight
+from ansible_collections.kimi_k3.serving.plugins.module_utils import (
+    preflight_checks,
+    preflight_common,
+    preflight_connect,
+    preflight_connections,
+    preflight_listener,
+    preflight_parse,
+    preflight_proxies,
+)
 
 preflight_probe = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.preflight_probe")
 
@@ -173,7 +181,7 @@ PD8 = plan_of(
 
 
 def pairs_of(plan):
-    return {(c["src"], c["dst"], c["port"]) for c in preflight.connections(plan)}
+    return {(c["src"], c["dst"], c["port"]) for c in preflight_connections.connections(plan)}
 
 
 # ------------------------------------------------------------------------------ connections
@@ -233,7 +241,7 @@ def test_a_proxy_reaches_the_engines_its_argv_names_by_address_and_port():
 
 
 def test_connections_name_why_and_leave_out_a_host_itself():
-    pairs = preflight.connections(SANDBOX)
+    pairs = preflight_connections.connections(SANDBOX)
     assert all(c["src"] != c["dst"] for c in pairs)
     follower = next(c for c in pairs if c["src"] == "dp1")
     assert follower["ip"] == "10.77.0.12" and follower["name"] == "engine dp-rpc"
@@ -241,7 +249,7 @@ def test_connections_name_why_and_leave_out_a_host_itself():
 
 
 def test_probes_give_each_host_its_listeners_connections_and_peers():
-    probes = preflight.probes(SANDBOX)
+    probes = preflight_connections.probes(SANDBOX)
     front = {e["port"]: sorted(e["expect"]) for e in probes["front"]["listen"]}
     assert front == {5000: ["prefill"], 6000: ["prefill"], 8088: ["prefill"]}
     assert sorted(probes["front"]["talks_to"]["router"]) == ["10.77.0.14", "10.77.0.15"]
@@ -249,13 +257,13 @@ def test_probes_give_each_host_its_listeners_connections_and_peers():
 
 
 def test_probes_under_limit_test_only_connections_between_the_hosts_taking_part():
-    probes = preflight.probes(SANDBOX, hosts=["dp1", "prefill"])
+    probes = preflight_connections.probes(SANDBOX, hosts=["dp1", "prefill"])
     # dp1's node 0 (dp0) is outside: nothing to connect to, nothing listens for it there.
     assert probes["dp1"]["connect"] == [] and probes["dp0"]["listen"] == []
     # prefill's MetaService is outside too; whom it talks to still counts (proxy variables).
     assert probes["prefill"]["connect"] == [] and "10.77.0.11" in probes["prefill"]["talks_to"]["prefill"]
-    everyone = preflight.probes(SANDBOX, hosts=list(SANDBOX["hosts"]))
-    assert everyone == preflight.probes(SANDBOX)
+    everyone = preflight_connections.probes(SANDBOX, hosts=list(SANDBOX["hosts"]))
+    assert everyone == preflight_connections.probes(SANDBOX)
 
 
 # ------------------------------------------------------------------------------ address and NIC
@@ -306,7 +314,9 @@ IFACES = [
     ],
 )
 def test_address_and_interface(ip, nic, env, expected):
-    problems = preflight.messages(preflight.check_address("dp1", ip, IFACES, [svc("engine", env=env)], nic))
+    problems = preflight_common.messages(
+        preflight_checks.check_address("dp1", ip, IFACES, [svc("engine", env=env)], nic)
+    )
     if not expected:
         assert problems == []
     else:
@@ -318,7 +328,7 @@ def test_address_and_interface(ip, nic, env, expected):
 
 def test_an_interface_that_is_down():
     down = [dict(IFACES[1], state="DOWN")]
-    [problem] = preflight.check_address("dp1", "10.77.0.13", down, [], "eth0")
+    [problem] = preflight_checks.check_address("dp1", "10.77.0.13", down, [], "eth0")
     assert "eth0 owns the planned address 10.77.0.13 but is down" in str(problem)
 
 
@@ -328,7 +338,7 @@ def test_ip_json_parsing():
         '{"ifindex":2,"ifname":"eth0","operstate":"UP","addr_info":[{"family":"inet","local":"10.77.0.13",'
         '"prefixlen":24},{"family":"inet6","local":"fe80::6b:33ff:fe00:d"}]}]'
     )
-    assert preflight.parse_ip_json(text)[1] == {
+    assert preflight_parse.parse_ip_json(text)[1] == {
         "name": "eth0",
         "state": "UP",
         "addresses": ["10.77.0.13", "fe80::6b:33ff:fe00:d"],
@@ -344,12 +354,12 @@ PROC_NET_TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->
 
 
 def test_proc_net_tcp_listeners_only():
-    assert preflight.parse_proc_net_tcp(PROC_NET_TCP) == [
+    assert preflight_parse.parse_proc_net_tcp(PROC_NET_TCP) == [
         {"port": 8000, "address": "0.0.0.0", "inode": "1001"},
         {"port": 8080, "address": "127.0.0.1", "inode": "1002"},
     ]
     six = "sl local\n 0: 00000000000000000000000001000000:1F40 00000000000000000000000000000000:0000 0A 0 0 0 0 0 7\n"
-    assert preflight.parse_proc_net_tcp(six)[0]["address"] == "::1"
+    assert preflight_parse.parse_proc_net_tcp(six)[0]["address"] == "::1"
 
 
 @pytest.mark.parametrize(
@@ -362,7 +372,7 @@ def test_proc_net_tcp_listeners_only():
     ],
 )
 def test_unit_of_cgroup(cgroup, expected):
-    assert preflight.unit_of_cgroup(cgroup) == expected
+    assert preflight_parse.unit_of_cgroup(cgroup) == expected
 
 
 PREFILL = svc("prefill", ports=[("http", 8100, 1), ("kv", 36000, 4)])
@@ -396,7 +406,7 @@ PREFILL = svc("prefill", ports=[("http", 8100, 1), ("kv", 36000, 4)])
     ],
 )
 def test_ports(listeners, expected):
-    problems = preflight.messages(preflight.check_ports("p", [PREFILL], listeners))
+    problems = preflight_common.messages(preflight_checks.check_ports("p", [PREFILL], listeners))
     assert len(problems) == len(expected)
     for problem, part in zip(problems, expected, strict=True):
         assert part in problem
@@ -417,7 +427,7 @@ def test_ports(listeners, expected):
     ],
 )
 def test_no_proxy(no_proxy, address, covered):
-    assert preflight.no_proxy_covers(no_proxy, address) is covered
+    assert preflight_proxies.no_proxy_covers(no_proxy, address) is covered
 
 
 TALKS = {"router": ["10.77.0.14", "10.77.0.15"]}
@@ -484,8 +494,8 @@ TALKS = {"router": ["10.77.0.14", "10.77.0.15"]}
     ],
 )
 def test_proxies(service, host_sources, docker_sources, expected):
-    problems = preflight.messages(
-        preflight.check_proxies("front", "10.77.0.11", [service], TALKS, host_sources, docker_sources)
+    problems = preflight_common.messages(
+        preflight_proxies.check_proxies("front", "10.77.0.11", [service], TALKS, host_sources, docker_sources)
     )
     assert len(problems) == len(expected), problems
     for problem, part in zip(problems, expected, strict=True):
@@ -494,7 +504,7 @@ def test_proxies(service, host_sources, docker_sources, expected):
 
 def test_environment_files():
     text = "# comment\nPATH=\"/usr/bin\"\nexport https_proxy=http://p:1\nNO_PROXY='a,b'\nweird line\nX=$'a\\tb'\n"
-    assert preflight.parse_env_lines(text) == {
+    assert preflight_parse.parse_env_lines(text) == {
         "PATH": "/usr/bin",
         "https_proxy": "http://p:1",
         "NO_PROXY": "a,b",
@@ -504,18 +514,22 @@ def test_environment_files():
         '[Service]\nEnvironment="HTTP_PROXY=http://p:3128" "NO_PROXY=localhost"\nEnvironment=A=1\n'
         "[Unit]\nEnvironment=B=2\n"
     )
-    assert preflight.parse_unit_environment(dropin) == {
+    assert preflight_parse.parse_unit_environment(dropin) == {
         "HTTP_PROXY": "http://p:3128",
         "NO_PROXY": "localhost",
         "A": "1",
     }
-    assert preflight.docker_client_proxies({"proxies": {"default": {"httpsProxy": "http://p:1", "noProxy": "*"}}}) == {
+    assert preflight_parse.docker_client_proxies(
+        {"proxies": {"default": {"httpsProxy": "http://p:1", "noProxy": "*"}}}
+    ) == {
         "HTTPS_PROXY": "http://p:1",
         "https_proxy": "http://p:1",
         "NO_PROXY": "*",
         "no_proxy": "*",
     }
-    assert preflight.docker_daemon_proxies({"proxies": {"http-proxy": "http://p:1"}}) == {"HTTP_PROXY": "http://p:1"}
+    assert preflight_parse.docker_daemon_proxies({"proxies": {"http-proxy": "http://p:1"}}) == {
+        "HTTP_PROXY": "http://p:1"
+    }
 
 
 # ------------------------------------------------------------------------------ clock
@@ -524,7 +538,7 @@ def test_environment_files():
     [(1000.0, None), (1001.9, None), (998.1, None), (1003.5, "3.5 s ahead of"), (990.0, "10.0 s behind")],
 )
 def test_clock(host_time, expected):
-    problems = preflight.messages(preflight.check_clock("dp0", host_time, 1000.0, 2))
+    problems = preflight_common.messages(preflight_checks.check_clock("dp0", host_time, 1000.0, 2))
     if expected is None:
         assert problems == []
     else:
@@ -615,7 +629,7 @@ GB = 1024**3
     ],
 )
 def test_space(folders, expected):
-    problems = preflight.messages(preflight.check_space("n", folders, 5 * GB))
+    problems = preflight_common.messages(preflight_checks.check_space("n", folders, 5 * GB))
     assert len(problems) == len(expected), problems
     for problem, part in zip(problems, expected, strict=True):
         assert part in problem
@@ -626,7 +640,7 @@ def test_space(folders, expected):
     [("1g", GB), ("256g", 256 * GB), ("64m", 64 * 1024**2), ("512MiB", 512 * 1024**2), ("1024", 1024), (2048, 2048)],
 )
 def test_parse_size(text, value):
-    assert preflight.parse_size(text) == value
+    assert preflight_checks.parse_size(text) == value
 
 
 @pytest.mark.parametrize(
@@ -650,7 +664,7 @@ def test_parse_size(text, value):
     ],
 )
 def test_shm(service, shm, expected):
-    problems = preflight.messages(preflight.check_shm("n", [service], shm, GB))
+    problems = preflight_common.messages(preflight_checks.check_shm("n", [service], shm, GB))
     if expected is None:
         assert problems == []
     else:
@@ -671,10 +685,12 @@ def test_listen_and_connect_over_loopback():
     port = free_port()
     result = {}
     thread = threading.Thread(
-        target=lambda: result.update(preflight.listen([{"port": port, "name": "x http", "expect": ["a"]}], "b", 10))
+        target=lambda: result.update(
+            preflight_listener.listen([{"port": port, "name": "x http", "expect": ["a"]}], "b", 10)
+        )
     )
     thread.start()
-    [answer] = preflight.connect(
+    [answer] = preflight_connect.connect(
         [{"dst": "b", "ip": "127.0.0.1", "port": port, "name": "x http", "why": "a talks to b"}], "a", 5
     )
     thread.join(10)
@@ -684,11 +700,11 @@ def test_listen_and_connect_over_loopback():
 
 def test_a_detached_listener_is_up_when_spawn_returns_and_greets_the_expected_hosts():
     ports = [free_port(), free_port()]
-    bound = preflight.spawn_listener([{"port": p, "name": "x", "expect": ["a"]} for p in ports], "b", 10)
+    bound = preflight_listener.spawn_listener([{"port": p, "name": "x", "expect": ["a"]} for p in ports], "b", 10)
     token = bound.pop("token")
     assert bound == {"listened": sorted(ports), "held": [], "errors": {}} and token
     targets = [{"dst": "b", "ip": "127.0.0.1", "port": p, "name": "x", "why": "w"} for p in ports]
-    answers = preflight.connect(targets, "a", 0.5)  # no retry needed: already listening
+    answers = preflight_connect.connect(targets, "a", 0.5)  # no retry needed: already listening
     assert [a["answered_by"] for a in answers] == ["b", "b"]
     # Every expected host came: the listener is gone.
     import socket
@@ -707,11 +723,11 @@ def test_a_listener_still_waiting_is_stopped_with_its_token_only():
     import socket
 
     port = free_port()
-    bound = preflight.spawn_listener([{"port": port, "name": "x", "expect": ["never"]}], "b", 30)
-    preflight.stop_listener(port, "wrong")  # ignored
+    bound = preflight_listener.spawn_listener([{"port": port, "name": "x", "expect": ["never"]}], "b", 30)
+    preflight_listener.stop_listener(port, "wrong")  # ignored
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) == 0  # still up
-    assert preflight.stop_listener(port, bound["token"])
+    assert preflight_listener.stop_listener(port, bound["token"])
     import time
 
     for _unused in range(50):
@@ -731,8 +747,10 @@ def test_a_port_in_use_is_answered_by_its_holder():
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        listened = preflight.listen([{"port": port, "name": "x", "expect": ["a"]}], "b", 0.2)
-        [answer] = preflight.connect([{"dst": "b", "ip": "127.0.0.1", "port": port, "name": "x", "why": "w"}], "a", 3)
+        listened = preflight_listener.listen([{"port": port, "name": "x", "expect": ["a"]}], "b", 0.2)
+        [answer] = preflight_connect.connect(
+            [{"dst": "b", "ip": "127.0.0.1", "port": port, "name": "x", "why": "w"}], "a", 3
+        )
     finally:
         holder.close()
     assert listened["held"] == [port] and listened["listened"] == []
@@ -741,10 +759,10 @@ def test_a_port_in_use_is_answered_by_its_holder():
 
 def test_nothing_listening_is_refused_after_retrying():
     port = free_port()
-    results = preflight.connect(
+    results = preflight_connect.connect(
         [{"dst": "b", "ip": "127.0.0.1", "port": port, "name": "x http", "why": "a needs b"}], "a", 0.6
     )
-    [problem] = preflight.messages(preflight.connection_problems("a", results, 0.6))
+    [problem] = preflight_common.messages(preflight_connections.connection_problems("a", results, 0.6))
     assert problem.startswith("host a: connection: TCP to b 127.0.0.1 port %d (x http) refused" % port)
     assert "needed because a needs b. Fix: allow TCP from a to 127.0.0.1 port %d" % port in problem
 
@@ -772,7 +790,7 @@ def test_connection_problems_are_grouped_per_destination():
             "answered_by": "p9",
         }
     ]
-    problems = preflight.messages(preflight.connection_problems("d0", results, 5))
+    problems = preflight_common.messages(preflight_connections.connection_problems("d0", results, 5))
     assert len(problems) == 2
     assert "10.0.0.1:9000 (prefill http) was answered by p9, not by p0" in problems[0]
     assert "port 36000-36015 (prefill kv) timed out after 5 s (a firewall drops it or there is no route)" in problems[1]

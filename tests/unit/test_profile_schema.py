@@ -11,15 +11,16 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _formulas as formulas
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _plan_schema as plan_schema
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _planner as planner
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _profiles as profiles
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _formulas as formulas
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plan_schema as plan_schema
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _profiles as profiles
 
 BACKENDS = ["builtin"] + (["jsonschema"] if plan_schema.jsonschema is not None else [])
 PROFILE_DIR = ROOT / "profiles"
 FILES = sorted(p.name for p in PROFILE_DIR.glob("*.yml"))
 PLUGIN_UTILS = ROOT / "plugins" / "plugin_utils"
+PLAN = PLUGIN_UTILS / "plan"
 
 
 def schema():
@@ -77,7 +78,8 @@ def test_schema_uses_only_keywords_the_builtin_validator_checks():
 # --------------------------------------------------------------------------
 def test_kinds_are_the_plans():
     planned = plan_schema.plan_schema()["$defs"]["service"]["properties"]["kind"]["enum"]
-    assert schema()["$defs"]["kind"]["enum"] == planned
+    # The front door is the planner's own, in front of every profile: no profile declares it.
+    assert schema()["$defs"]["kind"]["enum"] + ["front_door"] == planned
 
 
 def test_groups_are_the_planners():
@@ -89,7 +91,7 @@ def test_dcp_platforms_are_the_formulas():
 
 
 def test_parallelism_is_what_the_layout_knows():
-    layout = (PLUGIN_UTILS / "_plan_layout.py").read_text(encoding="utf-8")
+    layout = (PLAN / "_plan_layout.py").read_text(encoding="utf-8")
     for mode in service_schema()["properties"]["parallelism"]["enum"]:
         assert 'parallel == "%s"' % mode in layout, mode
 
@@ -98,8 +100,8 @@ def test_parallelism_is_what_the_layout_knows():
 # Every key the schema allows is read by something
 # --------------------------------------------------------------------------
 def planner_source():
-    names = ["_planner.py", *(p.name for p in PLUGIN_UTILS.glob("_plan_*.py") if p.name != "_plan_schema.py")]
-    return "\n".join((PLUGIN_UTILS / n).read_text(encoding="utf-8") for n in sorted(names))
+    names = ["_planner.py", *(p.name for p in PLAN.glob("_plan_*.py") if p.name != "_plan_schema.py")]
+    return "\n".join((PLAN / n).read_text(encoding="utf-8") for n in sorted(names))
 
 
 def reads(source, variable, key):
@@ -110,7 +112,7 @@ def test_top_level_keys_are_read():
     source = planner_source()
     for key in schema()["properties"]:
         if key == "extends":
-            assert 'data.pop("extends"' in (PLUGIN_UTILS / "_profiles.py").read_text(encoding="utf-8")
+            assert 'data.pop("extends"' in (PLAN / "_profiles.py").read_text(encoding="utf-8")
             continue
         assert reads(source, "profile", key), "profile key %s: nothing in the planner reads it" % key
 
@@ -128,7 +130,7 @@ def test_service_keys_are_read():
 
 
 def test_container_and_shell_keys_are_read_by_the_unit():
-    units = (PLUGIN_UTILS / "_units.py").read_text(encoding="utf-8")
+    units = (PLUGIN_UTILS / "operations" / "_units.py").read_text(encoding="utf-8")
     container = service_schema()["properties"]["container"]["properties"]
     for key, sub in container.items():
         if sub.get("deprecated"):

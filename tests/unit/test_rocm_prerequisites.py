@@ -1,4 +1,4 @@
-"""What the rocm role decides for a host (plugins/plugin_utils/_rocm.py).
+"""What the rocm role decides for a host (plugins/plugin_utils/platforms/_rocm.py).
 
 Facts come from the real parser over recorded real outputs (tests/unit/fixtures/accelerator/amd):
 amd-smi version (ROCm 6.4.1), amd-smi static (an MI350X) and /sys/module/amdgpu/version (6.12.12).
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import accelerator
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._rocm import rocm_prerequisites, version_tuple
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._rocm import rocm_prerequisites, version_tuple
 
 FIXTURES = Path(__file__).parent / "fixtures" / "accelerator" / "amd"
 TABLE = [{"models": ["MI355X", "MI350X"], "min_rocm": "7.0.0", "min_amdgpu": None, "note": "gfx950 needs ROCm 7.0"}]

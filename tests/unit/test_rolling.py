@@ -1,4 +1,4 @@
-"""Replica groups and rolling batches (plugin_utils/_rolling.py), from real example plans."""
+"""Replica groups and rolling batches (plugin_utils/operations/_rolling.py), from real example plans."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 from conftest import example_names, example_plan
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _rolling as rolling
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _rolling as rolling
 
 
 @pytest.mark.parametrize("name", example_names())
@@ -104,7 +104,7 @@ def test_listed_models_reads_openai_and_runtime_router_answers():
 
 
 def test_the_members_a_restart_waits_on_carry_their_health_urls():
-    from ansible_collections.kimi_k3.serving.plugins.plugin_utils._units import health_targets
+    from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._units import health_targets
 
     plan = example_plan("nvidia-pd-nixl")
     groups = rolling.replica_groups(plan)

@@ -7,7 +7,7 @@ import copy
 import pytest
 from conftest import EXAMPLES, inventory_input
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PlanError, build_plan
 
 
 def example(name):
@@ -281,3 +281,14 @@ def test_explicit_capture_sizes_must_increase():
     inv = example("mi355x-pd-1p1d-c8")
     set_vars(inv, all_hosts(inv), k3_capture_sizes=[8, 1])
     only(inv, "mi355x-d1", "k3_capture_sizes", "capture sizes must be strictly increasing")
+
+
+def test_cpu_offload_is_checked_only_where_an_engine_offloads():
+    """Only the prefill engines hold the CPU offload connector: a decode node with less memory than
+    k3_cpu_offload_bytes is no problem (the budget is the prefill's)."""
+    inv = example("mi355x-pd-1p1d-c48")
+    decode = [h for h in all_hosts(inv) if h.startswith("mi355x-d")]
+    assert decode
+    set_vars(inv, decode, k3_host_memory_bytes=1024**4)
+    plan = build_plan(inv)
+    assert "cpu_bytes_to_use" not in " ".join(plan["hosts"][decode[0]]["services"][0]["argv"])

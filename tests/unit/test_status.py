@@ -1,4 +1,4 @@
-"""The status report (plugin_utils/_status.py) and what service_status reads on a host (service_probe.py)."""
+"""The status report (plugin_utils/operations/_status.py) and what service_status reads on a host (service_probe.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from conftest import example_plan
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import service_probe
 from ansible_collections.kimi_k3.serving.plugins.modules import service_status
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _status as status
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _units as units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _status as status
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 
 
 def healthy(name, unit, **over):

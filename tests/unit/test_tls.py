@@ -1,6 +1,8 @@
-"""TLS: which vLLM API servers serve HTTPS, and the health wait checks the certificate and sends the key.
+"""TLS without the front door (k3_front_door: false): which vLLM API servers serve HTTPS; and the
+health wait checks the certificate and sends the key. With the front door (the default), nginx
+terminates TLS and every engine stays on HTTP (tests/unit/test_front_door_plan.py).
 
-The HTTPS test runs a real TLS server on the loopback with a CA and certificate made for it (tests/pki.py).
+The HTTPS test runs a real TLS server on the loopback with a CA and certificate made for it (tests/helpers/pki.py).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import threading
 
 import pytest
 from conftest import EXAMPLES, inventory_input
-from pki import make_pki
+from helpers.pki import make_pki
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import http_status
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._plan_output import plan_files
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._planner import PlanError, build_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_output import plan_files
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import PlanError, build_plan
 
 TLS = {"k3_tls_cert": "/etc/kimi-k3/tls/server.pem", "k3_tls_key": "/etc/kimi-k3/tls/server.key"}
 
@@ -33,7 +35,9 @@ def services(plan):
 
 
 def test_a_vllm_front_door_serves_https():
-    plan = plan_of(EXAMPLES / "nvidia-tp8" / "hosts.yml", k3_tls_ca="/etc/kimi-k3/tls/ca.pem", **TLS)
+    plan = plan_of(
+        EXAMPLES / "nvidia-tp8" / "hosts.yml", k3_tls_ca="/etc/kimi-k3/tls/ca.pem", k3_front_door=False, **TLS
+    )
     assert plan["endpoint"]["url"].startswith("https://")
     node0 = next(s for _h, s in services(plan) if s["serves_http"])
     i = node0["argv"].index("--ssl-certfile")
@@ -45,15 +49,15 @@ def test_a_vllm_front_door_serves_https():
 
 
 def test_engines_behind_a_router_stay_on_http():
-    plan = plan_of(EXAMPLES / "nvidia-pd-nixl" / "hosts.yml", **TLS)
+    plan = plan_of(EXAMPLES / "nvidia-pd-nixl" / "hosts.yml", k3_front_door=False, **TLS)
     assert plan["tls"] == {"enabled": False, "ca": None, "services": []}
     assert all("--ssl-certfile" not in s["argv"] for _h, s in services(plan))
     assert plan["endpoint"]["url"].startswith("http://")
-    assert "TLS: none (terminate TLS in front of the endpoint" in plan_files(plan)["summary.txt"]
+    assert "TLS: none (set k3_tls_cert and k3_tls_key" in plan_files(plan)["summary.txt"]
 
 
 def test_a_mixed_deployment_serves_https_on_its_api_servers_only():
-    plan = plan_of(EXAMPLES / "a2-mixed-8node" / "hosts.yml", **TLS)
+    plan = plan_of(EXAMPLES / "a2-mixed-8node" / "hosts.yml", k3_front_door=False, **TLS)
     served = [s for _h, s in services(plan) if "--ssl-certfile" in s["argv"]]
     assert served and all(s["serves_http"] for s in served)
     assert all("--ssl-certfile" not in s["argv"] for _h, s in services(plan) if not s["serves_http"])

@@ -1,4 +1,4 @@
-"""How planned services become systemd units (plugins/plugin_utils/_units.py)."""
+"""How planned services become systemd units (plugins/plugin_utils/operations/_units.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shlex
 import pytest
 from conftest import example_plan, service
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils import _units as units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 
 
 def unquote_exec(line):

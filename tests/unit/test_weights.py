@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils._weights import manifest_differences
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._weights import manifest_differences
 
 model_manifest = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.model_manifest")
 

@@ -160,7 +160,10 @@ def judge_reasoning(answer):
     )
 
 
-def run(base, key, model, max_tokens, benchmark_tokens, image, require_reasoning, extra_body, timeout):
+def run(base, key, args):
+    """The checks of the service at ``base`` with ``key``; ``args``: the parsed command line (its
+    benchmark_max_tokens a mapping, its extra_body the decoded JSON)."""
+    model, max_tokens, timeout = args.model, args.max_tokens, args.timeout
     checks = []
 
     def add(name, ok, detail):
@@ -171,9 +174,9 @@ def run(base, key, model, max_tokens, benchmark_tokens, image, require_reasoning
     add("models", ok, detail)
     if not ok:
         return checks
-    add("max_model_len", *judge_max_model_len(max_model_len, benchmark_tokens))
+    add("max_model_len", *judge_max_model_len(max_model_len, args.benchmark_max_tokens))
     chat = {"model": model, "messages": [{"role": "user", "content": "What is 17 + 25?"}], "max_tokens": max_tokens}
-    spec = dict(chat, temperature=1.0, top_p=1.0, reasoning_effort="max", **extra_body)
+    spec = dict(chat, temperature=1.0, top_p=1.0, reasoning_effort="max", **args.extra_body)
     status, answer, text = _request(base, key, "/chat/completions", spec, timeout)
     add("sampling", *judge_completion(status, answer, text, max_tokens))
     sampled = answer
@@ -192,13 +195,13 @@ def run(base, key, model, max_tokens, benchmark_tokens, image, require_reasoning
         base, key, "/chat/completions", dict(chat, tools=[TOOL], tool_choice="auto"), timeout
     )
     add("tools", *judge_completion(status, answer, text, max_tokens))
-    if image:
+    if args.image:
         url = "data:image/png;base64," + base64.b64encode(PIXEL_PNG).decode()
         content = [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "Describe the image."}]
         body = dict(chat, messages=[{"role": "user", "content": content}])
         status, answer, text = _request(base, key, "/chat/completions", body, timeout)
         add("image", *judge_completion(status, answer, text, max_tokens))
-    if require_reasoning:
+    if args.require_reasoning:
         add("reasoning", *judge_reasoning(sampled))
     return checks
 
@@ -224,17 +227,9 @@ def main(argv=None):
     base = os.environ.get("KIMI_BASE_URL")
     if not base:
         parser.error("KIMI_BASE_URL is not set")
-    checks = run(
-        base,
-        os.environ.get("KIMI_API_KEY", ""),
-        args.model,
-        args.max_tokens,
-        _pairs(args.benchmark_max_tokens),
-        args.image,
-        args.require_reasoning,
-        json.loads(args.extra_body),
-        args.timeout,
-    )
+    args.benchmark_max_tokens = _pairs(args.benchmark_max_tokens)
+    args.extra_body = json.loads(args.extra_body)
+    checks = run(base, os.environ.get("KIMI_API_KEY", ""), args)
     print(json.dumps({"base_url": base, "checks": checks}, indent=1))
     return 0
 

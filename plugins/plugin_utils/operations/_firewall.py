@@ -1,0 +1,106 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""The nftables table of one host, from the plan: only the planned ports, only from who needs them.
+
+One table of the collection's own (``inet kimi_k3``), replaced atomically as a whole by ``nft -f``;
+the site's other tables are never touched. Its input chain accepts every other packet (SSH
+included): it only decides about the ports the plan gives this host's services.
+
+- every planned port of the host: from the deployment's hosts (every plan host's address), the
+  host itself, the inventory's monitoring hosts (plan ``monitoring.hosts``: they scrape every
+  service's metrics) and ``k3_admin_networks`` (e.g. the Ansible controller);
+- the endpoint's port (where clients send requests) also from ``k3_client_networks``;
+- anything else to those ports is refused with a TCP reset.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _variables as variables
+
+TABLE = "kimi_k3"
+
+
+class FirewallError(ValueError):
+    """A network list that is not a list of addresses or networks."""
+
+
+def networks(value, variable):
+    """Addresses/networks (``10.0.0.0/8``, ``192.0.2.7``, IPv6 too) as ip_network objects.
+
+    The planner refuses bad lists (k3_client_networks, k3_admin_networks are declared with type
+    ``networks``); the same check guards a role variable set past the planner.
+    """
+    if value in (None, "", []):
+        return []
+    try:
+        variables.check_networks(value)
+    except variables.Invalid as exc:
+        raise FirewallError("%s: %s; expected %s" % (variable, exc.message, exc.expected)) from None
+    return [ipaddress.ip_network(item.strip(), strict=False) for item in value]
+
+
+def _port_ranges(ports):
+    spans = sorted({(p["port"], p["port"] + p.get("count", 1) - 1) for p in ports})
+    return ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in spans]
+
+
+def _elements(nets):
+    return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
+
+
+def host_rules(plan, host, client_networks=(), admin_networks=()):
+    """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
+    clients = networks(list(client_networks), "k3_client_networks")
+    admins = networks(list(admin_networks), "k3_admin_networks")
+    data = (plan.get("hosts") or {}).get(host)
+    if data is None:
+        return {"ports": [], "endpoint_ports": [], "ruleset": ""}
+    ports = [p for svc in data["services"] for p in svc.get("ports") or []]
+    endpoint = plan.get("endpoint") or {}
+    endpoint_ports = []
+    if endpoint.get("host") == host and endpoint.get("port"):
+        endpoint_ports = [int(endpoint["port"])]
+    watchers = [ipaddress.ip_network(m["ip"]) for m in (plan.get("monitoring") or {}).get("hosts") or []]
+    deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + watchers + admins
+    planned = _port_ranges(ports)
+    lines = [
+        "#!/usr/sbin/nft -f",
+        "# kimi_k3.serving: the planned ports of %s (profile %s), for the deployment only." % (host, plan["profile"]),
+        "# Written by the firewall role from the plan; edit the inventory (k3_client_networks,",
+        "# k3_admin_networks, k3_firewall) and re-run instead. Other tables are not touched.",
+        "table inet %s" % TABLE,
+        "delete table inet %s" % TABLE,
+        "table inet %s {" % TABLE,
+    ]
+    for family, version in (("4", 4), ("6", 6)):
+        for name, nets in (("deployment", deployment), ("clients", clients)):
+            chosen = [n for n in nets if n.version == version]
+            if chosen:
+                lines += [
+                    "  set %s%s {" % (name, family),
+                    "    type %s; flags interval; auto-merge;" % ("ipv4_addr" if version == 4 else "ipv6_addr"),
+                    "    elements = { %s }" % _elements(chosen),
+                    "  }",
+                ]
+    lines += [
+        "  chain input {",
+        "    type filter hook input priority filter - 10; policy accept;",
+        '    iif "lo" accept',
+    ]
+    if planned:
+        names = {line.split()[1] for line in lines if line.startswith("  set ")}
+        if endpoint_ports:
+            for family, match in (("4", "ip"), ("6", "ip6")):
+                if "clients" + family in names:
+                    lines.append(
+                        "    tcp dport { %s } %s saddr @clients%s accept"
+                        % (", ".join(str(p) for p in endpoint_ports), match, family)
+                    )
+        for family, match in (("4", "ip"), ("6", "ip6")):
+            if "deployment" + family in names:
+                lines.append("    tcp dport { %s } %s saddr @deployment%s accept" % (", ".join(planned), match, family))
+        lines.append("    tcp dport { %s } reject with tcp reset" % ", ".join(planned))
+    lines += ["  }", "}", ""]
+    return {"ports": planned, "endpoint_ports": endpoint_ports, "ruleset": "\n".join(lines)}

@@ -1,0 +1,259 @@
+"""The front door's planned configuration, run by the real nginx (Debian's package) on the loopback.
+
+For each kind of backend a profile puts behind it (vllm-router: nvidia-pd-nixl; the Ascend P/D
+proxy: a3-pd-8p8d, which cannot run here; node 0's vLLM: a2-mixed-8node), the planner's nginx
+configuration and the keys file the role writes (the secret_file filter's text) run in nginx in
+front of a small HTTP backend that records what reaches it. Every route is called as a caller
+without a key, with a wrong key, with a client key and with the admin key: 401 without a valid
+key, the client routes open to both keys, the management routes to the admin key only (403 for a
+client key), everything else 404; the backend only ever sees the admin key; plain HTTP and TLS
+1.1 are refused; a body over the limit gets 413; the access log holds no key.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import http.server
+import json
+import os
+import re
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import warnings
+
+import pytest
+from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
+from helpers.pki import make_pki
+from helpers.secured_sandbox import ROUTER_ROUTES
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _front_door as door
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth import secret_file_content
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import build_plan
+
+CLIENT = "sk-k3-door-client-Ab3.d+e/f=="
+OTHER = "sk-k3-door-client-2-xyz"
+ADMIN = "sk-k3-door-admin-Q9r8s7"
+PROFILES = {"nvidia-pd-nixl": "router", "a3-pd-8p8d": "proxy", "a2-mixed-8node": "vllm"}
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Backend(http.server.ThreadingHTTPServer):
+    """Answers 200 with what it was sent: the path and the Authorization header."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        self.seen = []
+        super().__init__(("127.0.0.1", 0), Recorder)
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        body = json.dumps({"path": self.path}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = answer  # noqa: N815
+
+    def log_message(self, *args):
+        pass
+
+
+def planned(profile):
+    inv = copy.deepcopy(inventory_input(str(EXAMPLES / profile / "hosts.yml")))
+    for data in inv["hostvars"].values():
+        data.update(k3_api_key=[CLIENT, OTHER], k3_admin_api_key=ADMIN)
+        data.update(k3_tls_cert="/etc/kimi-k3/tls/door.pem", k3_tls_key="/etc/kimi-k3/tls/door.key")
+    plan = build_plan(inv)
+    doors = [s for d in plan["hosts"].values() for s in d["services"] if s["kind"] == "front_door"]
+    assert len(doors) == 1
+    return plan, doors[0]
+
+
+@pytest.fixture(params=sorted(PROFILES))
+def door_up(request, tmp_path):
+    """nginx running the planned front door of a profile, in front of a recording backend."""
+    profile = request.param
+    plan, svc = planned(profile)
+    backend = Backend()
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    pki = make_pki(tmp_path)
+    port = free_port()
+    state = tmp_path / "state"
+    state.mkdir()
+    settings = dict(door.DEFAULTS, port=port, state_dir=str(state), max_body="1M", client_rate=0)
+    settings["user"] = "root" if os.geteuid() == 0 else "nobody"
+    target = dict(svc["backend"], ip="127.0.0.1", port=backend.server_address[1])
+    tls = {"cert": str(pki["server.pem"]), "key": str(pki["server.key"])}
+    text = door.nginx_config(settings, target, tls, True, str(tmp_path), profile)
+    # The hosts log to the journal (syslog); here to a file, in the same format.
+    log = tmp_path / "access.log"
+    text = text.replace("syslog:server=unix:/dev/log,tag=k3_front_door,nohostname", str(log))
+    config = tmp_path / "front-door.conf"
+    config.write_text(text)
+    keys = secret_file_content(svc["secret_files"][0], [CLIENT, OTHER], ADMIN)
+    (tmp_path / "front-door.keys.conf").write_text(keys)
+    proc = subprocess.Popen(
+        [str(nginx_program()), "-c", str(config), "-e", "stderr"], stderr=subprocess.PIPE, text=True
+    )
+    context = ssl.create_default_context(cafile=str(pki["ca.pem"]))
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("nginx did not start: %s" % proc.stderr.read())
+            time.sleep(0.05)
+    try:
+        yield {
+            "profile": profile,
+            "kind": PROFILES[profile],
+            "port": port,
+            "context": context,
+            "backend": backend,
+            "log": log,
+            "svc": svc,
+        }
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        backend.shutdown()
+
+
+def call(door_up, method, path, key=None, body=None, headers=None):
+    conn = http.client.HTTPSConnection("127.0.0.1", door_up["port"], context=door_up["context"], timeout=10)
+    sent = dict(headers or {})
+    if key is not None:
+        sent["Authorization"] = "Bearer " + key
+    data = body if body is not None else (b"{}" if method != "GET" else None)
+    try:
+        conn.request(method, path, body=data, headers=sent)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode(), dict(resp.getheaders())
+    finally:
+        conn.close()
+
+
+def test_the_planned_door_is_the_endpoint_on_the_backends_host(door_up):
+    svc = door_up["svc"]
+    assert svc["backend"]["kind"] == door_up["kind"]
+    assert svc["argv"][1:] == ["-c", "/etc/kimi-k3/front-door.conf", "-e", "stderr"]
+    assert svc["ports"] == [{"name": "https", "port": 8443, "count": 1}]
+
+
+def test_no_route_answers_without_a_valid_key(door_up):
+    admin_routes = door.ADMIN_ROUTES[door_up["kind"]]
+    paths = list(door.CLIENT_ROUTES) + [p + "x" if p.endswith("/") else p for p in admin_routes]
+    paths += ["/invocations", "/scale_elastic_ep", "/", "/metrics", "/v1/embeddings", "/docs"]
+    for path in paths:
+        for method in ("GET", "POST"):
+            for key in (None, "sk-k3-wrong", CLIENT.upper(), CLIENT + "x", "Bearer " + CLIENT):
+                status, body, headers = call(door_up, method, path, key)
+                assert status == 401, (path, method, key and key[:12], status)
+                assert headers.get("WWW-Authenticate") == "Bearer"
+    assert door_up["backend"].seen == []
+
+
+def test_clients_reach_the_client_routes_and_the_backend_sees_only_the_admin_key(door_up):
+    for key in (CLIENT, OTHER, ADMIN):
+        for path in door.CLIENT_ROUTES:
+            status, body, headers = call(door_up, "POST" if "completions" in path else "GET", path, key)
+            assert status == 200, (path, status, body)
+            assert json.loads(body) == {"path": path}
+            assert "WWW-Authenticate" not in headers
+    seen = door_up["backend"].seen
+    assert len(seen) == 3 * len(door.CLIENT_ROUTES)
+    assert {auth for _path, auth in seen} == {"Bearer " + ADMIN}
+
+
+def test_management_routes_take_the_admin_key_alone(door_up):
+    admin_routes = door.ADMIN_ROUTES[door_up["kind"]]
+    if not admin_routes:
+        pytest.skip("node 0's vLLM has no management route at the front door")
+    for path in admin_routes:
+        path = path + "http%3A%2F%2F10.0.0.9%3A8000" if path.endswith("/") else path
+        assert call(door_up, "POST", path, CLIENT)[0] == 403, path
+        assert call(door_up, "POST", path, OTHER)[0] == 403, path
+        status, body, _headers = call(door_up, "POST", path, ADMIN)
+        assert status == 200 and json.loads(body)["path"] == path, (path, status)
+
+
+def test_every_route_of_the_pinned_vllm_and_router_is_refused_without_a_key(door_up):
+    """The route test of the sandbox (tests/security), on each profile's planned front door: every
+    route of the pinned vLLM (read from its app) and vllm-router (read from its binary) answers 401
+    without a valid key; with a client key only the client routes reach the backend (the backend's
+    management routes 403, the rest 404)."""
+    routes = {(r["methods"], r["path"]) for r in vllm_routes(CLIENT)} | set(ROUTER_ROUTES)
+    admin = door.ADMIN_ROUTES[door_up["kind"]]
+    wrong = []
+    for method, path in sorted(routes):
+        path = re.sub(r"\{[^}]+\}", "x", path)
+        for key in (None, "sk-k3-wrong"):
+            if call(door_up, method, path, key)[0] != 401:
+                wrong.append((method, path, key))
+        if path in door.CLIENT_ROUTES:
+            continue
+        managed = path in admin or any(a.endswith("/") and path.startswith(a) for a in admin)
+        status = call(door_up, method, path, CLIENT)[0]
+        if status != (403 if managed else 404):
+            wrong.append((method, path, "client key", status))
+    assert wrong == []
+    assert door_up["backend"].seen == []
+
+
+def test_any_other_route_is_not_found(door_up):
+    for path in ("/invocations", "/scale_elastic_ep", "/tokenize", "/v1/embeddings", "/metrics", "/docs", "/x"):
+        for key in (CLIENT, ADMIN):
+            assert call(door_up, "POST", path, key)[0] == 404, path
+    assert door_up["backend"].seen == []
+
+
+def test_plain_http_and_old_tls_are_refused(door_up):
+    conn = http.client.HTTPConnection("127.0.0.1", door_up["port"], timeout=10)
+    conn.request("GET", "/v1/models", headers={"Authorization": "Bearer " + CLIENT})
+    resp = conn.getresponse()
+    assert resp.status == 400 and b"HTTPS port" in resp.read()
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.check_hostname = False
+    old.verify_mode = ssl.CERT_NONE
+    with warnings.catch_warnings():  # an old protocol on purpose
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old.minimum_version = old.maximum_version = ssl.TLSVersion.TLSv1_1
+    old.set_ciphers("ALL:@SECLEVEL=0")
+    with pytest.raises(ssl.SSLError), socket.create_connection(("127.0.0.1", door_up["port"])) as sock:
+        old.wrap_socket(sock)
+    assert door_up["backend"].seen == []
+
+
+def test_a_body_over_the_limit_is_refused(door_up):
+    status, _body, _headers = call(door_up, "POST", "/v1/chat/completions", CLIENT, body=b"x" * (2 << 20))
+    assert status == 413
+    assert door_up["backend"].seen == []
+
+
+def test_the_access_log_has_no_key(door_up):
+    call(door_up, "GET", "/v1/models", CLIENT)
+    call(door_up, "GET", "/v1/models", "sk-k3-wrong-logged")
+    time.sleep(0.2)
+    text = door_up["log"].read_text()
+    assert '"GET /v1/models" 200' in text and "caller=client" in text and '"GET /v1/models" 401' in text
+    for key in (CLIENT, OTHER, ADMIN, "sk-k3-wrong-logged"):
+        assert key not in text

@@ -1,0 +1,109 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""The sandbox's TLS: a CA of its own and the front door's certificate, made once and kept.
+
+    .venv/ansible/bin/python tools/sandbox_tls.py DIR SUBNET
+
+Writes DIR/ca.pem, DIR/front-door.pem (valid for every host address of SUBNET, so one certificate
+serves the front door of any sandbox host set) and their keys DIR/ca.key and DIR/front-door.key
+(0600, the folder 0700). A second run keeps what is there while it is valid for another 30 days and
+covers SUBNET, so a re-run of site.yml changes nothing. tools/sandbox.sh up runs it and mounts DIR
+read-only into every host at the same path; inventories/sandbox*/group_vars point k3_tls_cert,
+k3_tls_key and k3_tls_ca at it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import sys
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+DAYS = 365
+RENEW_DAYS = 30
+
+
+def _write(path, data, mode):
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(path + ".tmp", mode)
+    os.replace(path + ".tmp", path)
+
+
+def _key_bytes(key):
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _still_good(folder, addresses):
+    try:
+        with open(os.path.join(folder, "front-door.pem"), "rb") as handle:
+            cert = x509.load_pem_x509_certificate(handle.read())
+    except (OSError, ValueError):
+        return False
+    if not all(os.path.exists(os.path.join(folder, n)) for n in ("ca.pem", "front-door.key")):
+        return False
+    left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return left > datetime.timedelta(days=RENEW_DAYS) and set(addresses) <= set(
+        names.get_values_for_type(x509.IPAddress)
+    )
+
+
+def make(folder, subnet):
+    addresses = list(ipaddress.ip_network(subnet).hosts())
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+    if _still_good(folder, addresses):
+        return "kept"
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox front door")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=DAYS))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(a) for a in addresses]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write(os.path.join(folder, "ca.key"), _key_bytes(ca_key), 0o600)
+    _write(os.path.join(folder, "front-door.key"), _key_bytes(key), 0o600)
+    _write(os.path.join(folder, "ca.pem"), ca.public_bytes(serialization.Encoding.PEM), 0o644)
+    _write(os.path.join(folder, "front-door.pem"), cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return "made"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: sandbox_tls.py DIR SUBNET")
+    print("tls: %s %s" % (make(sys.argv[1], sys.argv[2]), sys.argv[1]))
+
+
+if __name__ == "__main__":
+    main()
