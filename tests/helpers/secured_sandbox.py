@@ -146,7 +146,7 @@ class ArgvWatch(threading.Thread):
 
 # The front door of the sandbox (nginx, TLS with the sandbox's CA: tools/sandbox_tls.py).
 FRONT_DOOR = "https://10.77.0.11:8443"
-SANDBOX_CA = Path(__file__).resolve().parents[1] / ".cache" / "sandbox" / "tls" / "ca.pem"
+SANDBOX_CA = Path(__file__).resolve().parents[2] / ".cache" / "sandbox" / "tls" / "ca.pem"
 
 
 # Filled by tests/helpers/cluster_sandbox.py's fixture: the monitoring's basic-auth password (the vault's).
