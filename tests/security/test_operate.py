@@ -122,7 +122,15 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
 
 
 # What installing a package changes besides its own files: the package tools' bookkeeping.
-PACKAGE_BOOKKEEPING = ("var/lib/dpkg/", "var/lib/apt/", "var/log/apt/", "var/log/dpkg.log", "var/cache/debconf/")
+# (var/backups/: dpkg-db-backup.timer's daily copies of dpkg's database, made at midnight whatever runs.)
+PACKAGE_BOOKKEEPING = (
+    "var/lib/dpkg/",
+    "var/lib/apt/",
+    "var/log/apt/",
+    "var/log/dpkg.log",
+    "var/cache/debconf/",
+    "var/backups/",
+)
 
 
 # What nginx's maintainer scripts make besides the package's files (Debian 12's nginx-common
