@@ -67,6 +67,8 @@ venv-galaxy:
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
 sandbox-hosts: venv venv-vllm venv-bench
+	# dot draws the picture in the plan's report.html.
+	command -v dot >/dev/null || tools/apt_install.sh graphviz
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	tools/sandbox.sh up

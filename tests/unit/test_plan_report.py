@@ -23,7 +23,7 @@ from conftest import EXAMPLES, ROOT, example_names, example_plan, inventory_inpu
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import ROLE_GROUPS, build_plan
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._dot import topology_dot
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._file import report_file
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._file import PICTURE_MAX_HOSTS, report_file
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._html import report_html
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._model import port_text, rank_text, start_order
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._render import inline_svg
@@ -452,3 +452,23 @@ def test_rank_text(svc, expected):
 )
 def test_wrap(items, expected):
     assert wrap(items) == expected
+
+
+def test_above_the_readable_size_the_page_has_its_tables_and_no_picture_without_a_warning(tmp_path):
+    inv = copy.deepcopy(sandbox_bench_inventory())
+    model = inv["hostvars"]["k3-sb-dp0"]
+    hosts = ["k3-e%03d" % i for i in range(PICTURE_MAX_HOSTS + 2)]
+    inv["groups"] = {"engine": hosts, "all": hosts}
+    inv["hostvars"] = {
+        h: {**model, "ansible_host": "10.78.%d.%d" % (i // 200, 1 + i % 200)} for i, h in enumerate(hosts)
+    }
+    plan = build_plan(inv)
+    # A dot that would fail if it were run: it is not.
+    page, warning = report_file(plan, deployment_groups(inv), dot=str(tmp_path / "no-such-dot"))
+    assert warning is None and "<svg" not in page
+    assert (
+        "No picture: a picture of %d hosts is not readable (drawn up to %d hosts)" % (len(hosts), PICTURE_MAX_HOSTS)
+        in page
+    )
+    for host in hosts:
+        assert host in page

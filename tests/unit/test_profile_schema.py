@@ -142,10 +142,10 @@ def test_container_and_shell_keys_are_read_by_the_unit():
         assert reads(units, "shell", key), "shell.%s" % key
 
 
-def test_files_keys_are_read_by_service_unit():
-    install = (ROOT / "roles" / "service_unit" / "tasks" / "install.yml").read_text(encoding="utf-8")
+def test_files_keys_are_read_by_service_files():
+    source = (ROOT / "plugins" / "plugin_utils" / "operations" / "_unit_files.py").read_text(encoding="utf-8")
     for key in service_schema()["properties"]["files"]["items"]["properties"]:
-        assert "service_unit_file.1.%s" % key in install, "files[].%s" % key
+        assert 'item["%s"]' % key in source or 'item.get("%s")' % key in source, "files[].%s" % key
 
 
 # --------------------------------------------------------------------------

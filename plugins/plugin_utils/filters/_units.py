@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 
 
@@ -18,6 +19,11 @@ def env_file(env, fmt):
     return units.env_file_content(env, fmt)
 
 
+@filter_errors(label="service_files", errors=(ValueError, KeyError))
+def service_files(services, settings=None, keys=None, admin=None):
+    return unit_files.service_files(services, settings, keys, admin)
+
+
 class Filters:
     """kimi_k3.serving unit filters."""
 
@@ -25,6 +31,7 @@ class Filters:
         return {
             "unit_exec_start": unit_exec_start,
             "env_file": env_file,
+            "service_files": service_files,
             "health_targets": units.health_targets,
             "service_paths": units.service_paths,
             "status_targets": units.status_targets,

@@ -17,11 +17,19 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._render imp
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._topology import topology
 
 REPORT_FILE = "report.html"
+# A picture of more hosts is not readable (a box a host), and dot's layout time grows faster than
+# the hosts: above this the page keeps its tables and leaves the picture out, saying why.
+PICTURE_MAX_HOSTS = 128
 
 
 def report_file(plan, groups=None, dot=None):
     """``(html, warning)`` for the plan action: the page, and a warning naming the package when the
-    picture could not be made (the page is written either way, with a note in the picture's place)."""
+    picture could not be made (the page is written either way, with a note in the picture's place).
+    Above PICTURE_MAX_HOSTS hosts there is no picture and no warning: the note says why."""
+    hosts = len(plan.get("hosts") or {})
+    if hosts > PICTURE_MAX_HOSTS:
+        problem = "a picture of %d hosts is not readable (drawn up to %d hosts)" % (hosts, PICTURE_MAX_HOSTS)
+        return report_page(plan, groups, {"svg": None, "problem": problem, "missing": False, "skipped": True}), None
     source = topology_dot(topology(plan, groups))
     result = render_svg(source, dot=dot)
     warning = None

@@ -53,7 +53,8 @@ def report_page(plan, groups, picture, dot_source=None):
     """The page, with ``picture`` as ``render_svg`` gives it: ``{"svg", "problem", "missing"}``.
 
     Without an SVG the picture's place holds a note: ``problem``, and the fix (install Graphviz
-    when ``missing``, else check it), then ``dot_source`` to read.
+    when ``missing``, else check it), then ``dot_source`` to read; or, when ``skipped`` (too many
+    hosts to read in a picture), ``problem`` alone.
     """
     svg = picture.get("svg")
     return _template().render(
@@ -61,6 +62,7 @@ def report_page(plan, groups, picture, dot_source=None):
         svg=Markup(svg.rstrip("\n")) if svg else None,
         problem=picture.get("problem"),
         missing=picture.get("missing", True),
+        skipped=picture.get("skipped", False),
         dot_source=dot_source,
         package=GRAPHVIZ_PACKAGE,
     )

@@ -1,0 +1,123 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Every file a host's planned services need, rendered on the controller in one step.
+
+The service_unit role hands the result to the ``service_units`` module, which writes the files
+on the host in one round trip. Per service, in this order: its working folder, the configuration
+files the plan renders, its environment file (0600), its secret files (0600) and its systemd unit.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth import (
+    resolve_secret_env,
+    secret_file_content,
+)
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import secret_keys
+
+UNIT_DIR = "/etc/systemd/system"
+SYSTEM_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+DEFAULTS = {
+    "config_dir": "/etc/kimi-k3",
+    "state_dir": "/var/lib/kimi-k3",
+    "path": [],
+    "extra_env": {},
+    "limits": {"NOFILE": 1048576, "MEMLOCK": "infinity"},
+    "docker": "/usr/bin/docker",
+}
+
+
+def _settings(settings):
+    out = dict(DEFAULTS)
+    out.update({k: v for k, v in (settings or {}).items() if v is not None})
+    return out
+
+
+def env_path(svc, config_dir):
+    """The environment file of a planned service."""
+    return "%s/%s.env" % (config_dir.rstrip("/"), svc["name"])
+
+
+def unit_path(svc):
+    """The systemd unit file of a planned service."""
+    return "%s/%s.service" % (UNIT_DIR, svc["unit"])
+
+
+def unit_text(svc, settings=None):
+    """The systemd unit of a planned service: its runtime's ExecStart, environment file and limits."""
+    opts = _settings(settings)
+    docker = svc["runtime"] == "docker"
+    env_file = env_path(svc, opts["config_dir"])
+    lines = [
+        "# Managed by kimi_k3.serving: %s (%s, role %s, runtime %s)."
+        % (svc["name"], svc["kind"], svc.get("role", ""), svc["runtime"]),
+        "# The argv and environment are the plan's; edit the inventory and re-run, not this file.",
+        "[Unit]",
+        "Description=kimi_k3.serving %s (%s)" % (svc["name"], svc["kind"]),
+        "Wants=network-online.target",
+        "After=network-online.target" + (" docker.service" if docker else ""),
+    ]
+    if docker:
+        lines.append("Requires=docker.service")
+    lines += ["", "[Service]", "Type=simple", "EnvironmentFile=" + env_file]
+    if svc["runtime"] == "host" and opts["path"]:
+        search = ":".join(list(opts["path"]) + SYSTEM_PATH)
+        lines += [
+            "# The program is looked up (and its children run) with the runtime's folders first.",
+            "ExecSearchPath=" + search,
+            'Environment="PATH=%s"' % search,
+        ]
+    lines.append("WorkingDirectory=%s/%s" % (opts["state_dir"].rstrip("/"), svc["name"]))
+    if docker:
+        lines.append("ExecStartPre=-%s rm -f %s" % (opts["docker"], svc["unit"]))
+    lines.append("ExecStart=" + units.exec_line(svc, svc["runtime"], env_file, opts["docker"]))
+    if docker:
+        lines.append("ExecStop=%s stop %s" % (opts["docker"], svc["unit"]))
+    lines += ["Restart=on-failure", "RestartSec=5", "TimeoutStopSec=60", "KillMode=mixed"]
+    lines += ["Limit%s=%s" % (name, value) for name, value in opts["limits"].items()]
+    lines += ["", "[Install]", "WantedBy=multi-user.target"]
+    return "\n".join(lines) + "\n"
+
+
+def env_text(svc, settings=None, keys=None, admin=None):
+    """The environment file of a planned service: the plan's env, the runtime's extra env and its keys."""
+    opts = _settings(settings)
+    env = dict(svc.get("env") or {})
+    env.update(opts["extra_env"] or {})
+    env.update(resolve_secret_env(svc.get("secret_env") or {}, keys, admin))
+    return units.env_file_content(env, "docker" if svc["runtime"] == "docker" else "systemd")
+
+
+def service_files(services, settings=None, keys=None, admin=None):
+    """What the ``service_units`` module writes for ``services``: folders and files.
+
+    Returns ``directories`` (``{path, mode}``), ``files`` (``{path, content, mode, service, secret}``;
+    ``secret`` files hold keys: their content is never shown, their mode is 0600), ``units``
+    (``{name, unit, phase}``: ``node0`` starts first, ``followers`` once every node 0 has started)
+    and ``secrets`` (the key values, which the module masks wherever they would show).
+    """
+    opts = _settings(settings)
+    directories = [{"path": opts["config_dir"], "mode": "0755"}]
+    files, service_units = [], []
+    for svc in services or []:
+        name = svc["name"]
+        directories.append({"path": "%s/%s" % (opts["state_dir"].rstrip("/"), name), "mode": "0755"})
+        for item in svc.get("files") or []:
+            files.append(_file(item["path"], item["content"], item.get("mode") or "0644", name, False))
+        files.append(_file(env_path(svc, opts["config_dir"]), env_text(svc, opts, keys, admin), "0600", name, True))
+        for item in svc.get("secret_files") or []:
+            files.append(_file(item["path"], secret_file_content(item, keys, admin), "0600", name, True))
+        files.append(_file(unit_path(svc), unit_text(svc, opts), "0644", name, False))
+        phase = "followers" if svc.get("after_started") else "node0"
+        service_units.append({"name": name, "unit": svc["unit"], "phase": phase})
+    return {"directories": directories, "files": files, "units": service_units, "secrets": secret_values(keys, admin)}
+
+
+def _file(path, content, mode, service, secret):
+    return {"path": path, "content": content, "mode": str(mode), "service": service, "secret": secret}
+
+
+def secret_values(keys=None, admin=None):
+    """Every key value the files may hold: the module masks each wherever it would show."""
+    return secret_keys(keys) + secret_keys(admin)

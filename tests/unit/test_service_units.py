@@ -1,0 +1,292 @@
+"""A host's planned services applied in one step: the files rendered on the controller
+(plugins/plugin_utils/operations/_unit_files.py) and the service_units module that writes them and
+starts the units (plugins/modules/service_units.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+from conftest import example_names, example_plan, service
+
+from ansible_collections.kimi_k3.serving.plugins.modules import service_units
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
+
+KEY = "sk-k3-unit-files-1a2b3c"
+ADMIN = "sk-k3-unit-files-admin-4d5e6f"
+
+HOST_UNIT = """\
+# Managed by kimi_k3.serving: engine (vllm, role engine, runtime host).
+# The argv and environment are the plan's; edit the inventory and re-run, not this file.
+[Unit]
+Description=kimi_k3.serving engine (vllm)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+EnvironmentFile=/etc/kimi-k3/engine.env
+# The program is looked up (and its children run) with the runtime's folders first.
+ExecSearchPath=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+Environment="PATH=/opt/vllm/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+WorkingDirectory=/var/lib/kimi-k3/engine
+ExecStart="vllm" "serve" "/m" "--port" "8000"
+Restart=on-failure
+RestartSec=5
+TimeoutStopSec=60
+KillMode=mixed
+LimitNOFILE=1048576
+LimitMEMLOCK=infinity
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def engine(**extra):
+    svc = {
+        "name": "engine",
+        "unit": "k3-engine",
+        "kind": "vllm",
+        "role": "engine",
+        "runtime": "host",
+        "argv": ["vllm", "serve", "/m", "--port", "8000"],
+        "env": {"VLLM_HOST_IP": "10.0.0.1"},
+    }
+    svc.update(extra)
+    return svc
+
+
+def test_host_unit_is_the_whole_expected_text():
+    assert unit_files.unit_text(engine(), {"path": ["/opt/vllm/bin"]}) == HOST_UNIT
+
+
+def test_docker_unit_requires_docker_and_removes_a_stale_container():
+    svc = service(example_plan("mi355x-pd-1p1d-c48"), "mi355x-p1", "prefill")
+    text = unit_files.unit_text(svc, {"path": ["/opt/vllm/bin"]})
+    lines = text.splitlines()
+    assert "Requires=docker.service" in lines
+    assert "After=network-online.target docker.service" in lines
+    assert "ExecStartPre=-/usr/bin/docker rm -f k3-prefill" in lines
+    assert "ExecStop=/usr/bin/docker stop k3-prefill" in lines
+    assert lines[lines.index("[Service]") + 3].startswith("WorkingDirectory=")  # no PATH for docker
+    assert next(x for x in lines if x.startswith("ExecStart=")).startswith('ExecStart="/usr/bin/docker" "run"')
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_planned_service_gets_its_folder_env_unit_and_files(name):
+    plan = example_plan(name)
+    for host, entry in plan["hosts"].items():
+        services = entry["services"]
+        out = unit_files.service_files(services, {}, [KEY], ADMIN)
+        paths = [f["path"] for f in out["files"]]
+        assert len(paths) == len(set(paths)), (host, paths)
+        for svc in services:
+            mine = {f["path"]: f for f in out["files"] if f["service"] == svc["name"]}
+            assert "/etc/systemd/system/%s.service" % svc["unit"] in mine
+            env = mine["/etc/kimi-k3/%s.env" % svc["name"]]
+            assert env["mode"] == "0600" and env["secret"]
+            for item in svc.get("secret_files") or []:
+                assert mine[item["path"]]["mode"] == "0600" and mine[item["path"]]["secret"]
+            for item in svc.get("files") or []:
+                assert mine[item["path"]]["content"] == item["content"] and not mine[item["path"]]["secret"]
+            assert {"path": "/var/lib/kimi-k3/" + svc["name"], "mode": "0755"} in out["directories"]
+        # Keys only where the plan puts them: never in a file that is not marked secret.
+        for item in out["files"]:
+            if not item["secret"]:
+                assert KEY not in item["content"] and ADMIN not in item["content"], item["path"]
+        phases = {u["name"]: u["phase"] for u in out["units"]}
+        assert phases == {s["name"]: "followers" if s.get("after_started") else "node0" for s in services}
+        assert out["secrets"] == [KEY, ADMIN]
+
+
+def test_environment_file_holds_the_plan_env_the_extra_env_and_the_keys():
+    svc = engine(secret_env={"VLLM_API_KEY": "primary", "K3_KEYS": "all"})
+    text = unit_files.env_text(svc, {"extra_env": {"TMPDIR": "/var/tmp"}}, [KEY], ADMIN)
+    assert text.splitlines() == [
+        'VLLM_HOST_IP="10.0.0.1"',
+        'TMPDIR="/var/tmp"',
+        'VLLM_API_KEY="%s"' % ADMIN,
+        'K3_KEYS="%s,%s"' % (KEY, ADMIN),
+    ]
+
+
+def test_keys_the_plan_wants_but_the_inventory_lacks_are_refused():
+    with pytest.raises(ValueError, match="k3_api_key and k3_admin_api_key are not set"):
+        unit_files.service_files([engine(secret_env={"VLLM_API_KEY": "primary"})], {}, None, None)
+
+
+@pytest.mark.parametrize(
+    ("states", "restart", "expected"),
+    [
+        ({"a": ("active", "enabled")}, set(), ([], [], [])),
+        ({"a": ("inactive", "enabled")}, set(), ([], ["a"], [])),
+        ({"a": ("failed", "disabled")}, set(), (["a"], ["a"], [])),
+        ({"a": ("active", "enabled")}, {"a"}, ([], [], ["a"])),
+        ({"a": ("inactive", "")}, {"a"}, (["a"], [], ["a"])),  # not written yet (check mode)
+        ({"a": ("activating", "enabled")}, set(), ([], [], [])),
+    ],
+)
+def test_start_plan(states, restart, expected):
+    assert service_units.start_plan(["a"], states, restart) == expected
+
+
+class FakeModule:
+    check_mode = False
+
+    def __init__(self, out):
+        self.out, self.calls = out, []
+
+    def get_bin_path(self, name, required=False):
+        return "/bin/" + name
+
+    def run_command(self, argv):
+        self.calls.append(argv)
+        return 0, self.out, ""
+
+    def fail_json(self, **kw):
+        raise AssertionError(kw)
+
+
+def test_unit_states_are_read_in_one_call():
+    out = (
+        "Id=k3-a.service\nActiveState=active\nUnitFileState=enabled\n\n"
+        "Id=k3-b.service\nActiveState=inactive\nUnitFileState=\n"
+    )
+    module = FakeModule(out)
+    states = service_units.Systemd(module).states(["k3-a", "k3-b"])
+    assert states == {"k3-a": ("active", "enabled"), "k3-b": ("inactive", "")}
+    assert module.calls == [
+        ["/bin/systemctl", "show", "--property=Id,ActiveState,UnitFileState", "--", "k3-a.service", "k3-b.service"]
+    ]
+
+
+@pytest.fixture
+def as_root(monkeypatch):
+    """The module owns files by root; a test run without root records the owner instead."""
+    if os.geteuid() != 0:
+        monkeypatch.setattr(os, "fchown", lambda *a: None)
+        monkeypatch.setattr(os, "chown", lambda *a: None)
+        monkeypatch.setattr(service_units, "file_changes", _ignore_owner(service_units.file_changes))
+
+
+def _ignore_owner(func):
+    def wrapped(*args):
+        return [r for r in func(*args) if r != "owner"]
+
+    return wrapped
+
+
+def run_module(capsys, args, check=False, diff=False):
+    args = dict(args, _ansible_check_mode=check, _ansible_diff=diff)
+    with patch_module_args(args), pytest.raises(SystemExit):
+        service_units.main()
+    out = capsys.readouterr().out
+    return out, json.loads(out)
+
+
+def planned(tmp_path):
+    conf = tmp_path / "conf"
+    return {
+        "directories": [{"path": str(conf), "mode": "0755"}, {"path": str(tmp_path / "work"), "mode": "0750"}],
+        "files": [
+            {"path": str(conf / "engine.yaml"), "content": "port: 8000\n", "mode": "0644", "service": "engine"},
+            {
+                "path": str(conf / "engine.env"),
+                "content": "KEY=%s\n" % KEY,
+                "mode": "0600",
+                "service": "engine",
+                "secret": True,
+            },
+            {"path": str(conf / "router.yaml"), "content": "a: 1\n", "service": "router"},
+        ],
+        "secrets": [KEY],
+    }
+
+
+def test_module_writes_once_then_changes_nothing(tmp_path, capsys, as_root):
+    args = planned(tmp_path)
+    _, first = run_module(capsys, args)
+    assert first["changed"] and first["changed_services"] == ["engine", "router"]
+    assert {f["path"]: f["changes"] for f in first["changed_files"]} == {f["path"]: ["created"] for f in args["files"]}
+    env = tmp_path / "conf" / "engine.env"
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "work").stat().st_mode) == 0o750
+    assert env.read_text() == "KEY=%s\n" % KEY
+    _, second = run_module(capsys, args)
+    assert not second["changed"] and second["changed_services"] == [] and not second["reloaded"]
+
+
+def test_module_in_check_mode_reports_a_diff_per_file_without_showing_a_key(tmp_path, capsys, as_root):
+    args = planned(tmp_path)
+    run_module(capsys, args)
+    (tmp_path / "conf" / "engine.yaml").write_text("port: 9000\n")
+    os.chmod(tmp_path / "conf" / "router.yaml", 0o666)
+    args["files"][1]["content"] = "KEY=%s\nMORE=1\n" % KEY
+    raw, result = run_module(capsys, args, check=True, diff=True)
+    assert result["changed"] and result["changed_services"] == ["engine", "router"]
+    assert {f["path"].rsplit("/", 1)[1]: f["changes"] for f in result["changed_files"]} == {
+        "engine.yaml": ["content"],
+        "engine.env": ["content"],
+        "router.yaml": ["mode"],
+    }
+    diffs = {d["before_header"].rsplit("/", 1)[1]: d for d in result["diff"]}
+    assert diffs["engine.yaml (content)"]["before"] == "port: 9000\n"
+    assert diffs["engine.yaml (content)"]["after"] == "port: 8000\n"
+    assert diffs["engine.env (content)"]["after"] == service_units.SECRET_SHOWN
+    assert KEY not in raw
+    # Nothing was written in check mode.
+    assert (tmp_path / "conf" / "engine.yaml").read_text() == "port: 9000\n"
+    assert stat.S_IMODE((tmp_path / "conf" / "router.yaml").stat().st_mode) == 0o666
+
+
+def test_a_file_whose_folder_is_missing_fails_naming_it(tmp_path, capsys, as_root):
+    args = {"files": [{"path": str(tmp_path / "nowhere" / "x.conf"), "content": "x\n", "service": "engine"}]}
+    _, result = run_module(capsys, args)
+    assert result["failed"] and "nowhere/x.conf: its folder does not exist" in result["msg"]
+
+
+def test_a_refused_content_fails_naming_the_file_and_leaves_it_as_it_was(tmp_path, capsys, as_root):
+    table = tmp_path / "firewall.nft"
+    table.write_text("old\n")
+    os.chmod(table, 0o644)
+    checker = tmp_path / "check"
+    checker.write_text('#!/bin/sh\ngrep -q good "$2" || { echo "Error: syntax error in $2" >&2; exit 1; }\n')
+    os.chmod(checker, 0o755)
+    item = {"path": str(table), "content": "bad\n", "service": "firewall", "validate": "%s -f %%s" % checker}
+    _, result = run_module(capsys, {"files": [item]})
+    assert result["failed"] and result["msg"].startswith(
+        "%s: the new content was refused by %s (rc=1)" % (table, checker)
+    )
+    assert "Error: syntax error in" in result["msg"]
+    assert table.read_text() == "old\n"
+    item["content"] = "good\n"
+    _, result = run_module(capsys, {"files": [item]})
+    assert result["changed"] and table.read_text() == "good\n"
+
+
+def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
+    calls = []
+
+    class Module(FakeModule):
+        params = {
+            "start": [
+                {"name": "firewall", "unit": "k3-firewall", "phase": "node0", "probe": ["nft", "list", "table"]},
+                {"name": "engine", "unit": "k3-engine", "phase": "node0", "probe": None},
+            ],
+            "phases": ["node0"],
+            "restart": [],
+        }
+
+        def run_command(self, argv):
+            calls.append(argv)
+            return (1, "", "no such table") if argv[0] == "nft" else (0, "", "")
+
+    module = Module("")
+    active = {"k3-firewall": ("active", "enabled"), "k3-engine": ("active", "enabled")}
+    monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: active)
+    assert service_units.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"])
+    assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
