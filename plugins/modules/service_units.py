@@ -371,39 +371,29 @@ def run_starts(module, systemd, changed_services):
     return enable, begin, again
 
 
+def _dicts(**options):
+    """The argument spec of a list of dicts with these suboptions."""
+    return {"type": "list", "elements": "dict", "default": [], "options": options}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
-            "directories": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {"path": {"type": "path", "required": True}, "mode": {"type": "str", "default": "0755"}},
-            },
-            "files": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "path": {"type": "path", "required": True},
-                    "content": {"type": "str", "required": True},
-                    "mode": {"type": "str", "default": "0644"},
-                    "service": {"type": "str", "required": True},
-                    "secret": {"type": "bool", "default": False},
-                    "validate": {"type": "str"},
-                },
-            },
-            "start": {
-                "type": "list",
-                "elements": "dict",
-                "default": [],
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "unit": {"type": "str", "required": True},
-                    "phase": {"type": "str", "choices": ["node0", "followers"], "default": "node0"},
-                    "probe": {"type": "list", "elements": "str"},
-                },
-            },
+            "directories": _dicts(path={"type": "path", "required": True}, mode={"type": "str", "default": "0755"}),
+            "files": _dicts(
+                path={"type": "path", "required": True},
+                content={"type": "str", "required": True},
+                mode={"type": "str", "default": "0644"},
+                service={"type": "str", "required": True},
+                secret={"type": "bool", "default": False},
+                validate={"type": "str"},
+            ),
+            "start": _dicts(
+                name={"type": "str", "required": True},
+                unit={"type": "str", "required": True},
+                phase={"type": "str", "choices": ["node0", "followers"], "default": "node0"},
+                probe={"type": "list", "elements": "str"},
+            ),
             "phases": {
                 "type": "list",
                 "elements": "str",
