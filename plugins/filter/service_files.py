@@ -29,10 +29,10 @@ options:
   settings:
     description: >-
       config_dir, state_dir, path (PATH entries before the system's, host runtime), extra_env (added to
-      every environment file), limits (LimitNAME=value of every unit) and docker (the client's path);
-      what is left out takes the service_unit role's defaults.
+      every environment file), limits (LimitNAME=value of every unit) and docker (the client's path),
+      all of them (the service_unit role passes its own variables).
     type: dict
-    default: {}
+    required: true
   keys:
     description: "The client keys (k3_api_key: one key or a list)."
     type: raw
@@ -48,7 +48,7 @@ EXAMPLES = r"""
     files: "{{ files.files }}"
     secrets: "{{ files.secrets }}"
   vars:
-    files: "{{ services | kimi_k3.serving.service_files({'config_dir': '/etc/kimi-k3'}, k3_api_key, k3_admin_api_key) }}"
+    files: "{{ services | kimi_k3.serving.service_files(settings, k3_api_key, k3_admin_api_key) }}"
 """
 
 RETURN = r"""

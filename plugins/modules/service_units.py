@@ -134,7 +134,7 @@ EXAMPLES = r"""
     phases: [node0]
     secrets: "{{ files.secrets }}"
   vars:
-    files: "{{ services | kimi_k3.serving.service_files({'config_dir': '/etc/kimi-k3'}, k3_api_key) }}"
+    files: "{{ services | kimi_k3.serving.service_files(settings, k3_api_key, k3_admin_api_key) }}"
 """
 
 RETURN = r"""
@@ -412,8 +412,7 @@ def main():
     except OSError as exc:
         module.fail_json(msg="cannot write the planned files: %s" % exc, created_folders=dirs_changed)
     changed_services = sorted({f["service"] for f in changed_files})
-    units_changed = any(f["path"].endswith(".service") for f in changed_files)
-    reloaded = units_changed
+    reloaded = any(f["path"].endswith(".service") for f in changed_files)
     systemd = None
     if reloaded and not check:
         systemd = Systemd(module)

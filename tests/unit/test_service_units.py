@@ -16,6 +16,15 @@ from ansible_collections.kimi_k3.serving.plugins.modules import service_units
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
 
 KEY = "sk-k3-unit-files-1a2b3c"
+# The service_unit role's defaults, as it passes them.
+SETTINGS = {
+    "config_dir": "/etc/kimi-k3",
+    "state_dir": "/var/lib/kimi-k3",
+    "path": [],
+    "extra_env": {},
+    "limits": {"NOFILE": 1048576, "MEMLOCK": "infinity"},
+    "docker": "/usr/bin/docker",
+}
 ADMIN = "sk-k3-unit-files-admin-4d5e6f"
 
 HOST_UNIT = """\
@@ -61,12 +70,12 @@ def engine(**extra):
 
 
 def test_host_unit_is_the_whole_expected_text():
-    assert unit_files.unit_text(engine(), {"path": ["/opt/vllm/bin"]}) == HOST_UNIT
+    assert unit_files.unit_text(engine(), dict(SETTINGS, path=["/opt/vllm/bin"])) == HOST_UNIT
 
 
 def test_docker_unit_requires_docker_and_removes_a_stale_container():
     svc = service(example_plan("mi355x-pd-1p1d-c48"), "mi355x-p1", "prefill")
-    text = unit_files.unit_text(svc, {"path": ["/opt/vllm/bin"]})
+    text = unit_files.unit_text(svc, dict(SETTINGS, path=["/opt/vllm/bin"]))
     lines = text.splitlines()
     assert "Requires=docker.service" in lines
     assert "After=network-online.target docker.service" in lines
@@ -81,7 +90,7 @@ def test_every_planned_service_gets_its_folder_env_unit_and_files(name):
     plan = example_plan(name)
     for host, entry in plan["hosts"].items():
         services = entry["services"]
-        out = unit_files.service_files(services, {}, [KEY], ADMIN)
+        out = unit_files.service_files(services, SETTINGS, [KEY], ADMIN)
         paths = [f["path"] for f in out["files"]]
         assert len(paths) == len(set(paths)), (host, paths)
         for svc in services:
@@ -105,7 +114,7 @@ def test_every_planned_service_gets_its_folder_env_unit_and_files(name):
 
 def test_environment_file_holds_the_plan_env_the_extra_env_and_the_keys():
     svc = engine(secret_env={"VLLM_API_KEY": "primary", "K3_KEYS": "all"})
-    text = unit_files.env_text(svc, {"extra_env": {"TMPDIR": "/var/tmp"}}, [KEY], ADMIN)
+    text = unit_files.env_text(svc, dict(SETTINGS, extra_env={"TMPDIR": "/var/tmp"}), [KEY], ADMIN)
     assert text.splitlines() == [
         'VLLM_HOST_IP="10.0.0.1"',
         'TMPDIR="/var/tmp"',
@@ -114,9 +123,14 @@ def test_environment_file_holds_the_plan_env_the_extra_env_and_the_keys():
     ]
 
 
+def test_settings_the_caller_left_out_are_named():
+    with pytest.raises(ValueError, match="settings lack limits, docker"):
+        unit_files.unit_text(engine(), {k: v for k, v in SETTINGS.items() if k not in ("docker", "limits")})
+
+
 def test_keys_the_plan_wants_but_the_inventory_lacks_are_refused():
     with pytest.raises(ValueError, match="k3_api_key and k3_admin_api_key are not set"):
-        unit_files.service_files([engine(secret_env={"VLLM_API_KEY": "primary"})], {}, None, None)
+        unit_files.service_files([engine(secret_env={"VLLM_API_KEY": "primary"})], SETTINGS, None, None)
 
 
 @pytest.mark.parametrize(

@@ -16,39 +16,23 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth im
 )
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import secret_keys
 
-UNIT_DIR = "/etc/systemd/system"
 SYSTEM_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-DEFAULTS = {
-    "config_dir": "/etc/kimi-k3",
-    "state_dir": "/var/lib/kimi-k3",
-    "path": [],
-    "extra_env": {},
-    "limits": {"NOFILE": 1048576, "MEMLOCK": "infinity"},
-    "docker": "/usr/bin/docker",
-}
+# What the caller (the service_unit role, from its defaults) passes in ``settings``.
+SETTINGS = ("config_dir", "state_dir", "path", "extra_env", "limits", "docker")
 
 
 def _settings(settings):
-    out = dict(DEFAULTS)
-    out.update({k: v for k, v in (settings or {}).items() if v is not None})
-    return out
-
-
-def env_path(svc, config_dir):
-    """The environment file of a planned service."""
-    return "%s/%s.env" % (config_dir.rstrip("/"), svc["name"])
-
-
-def unit_path(svc):
-    """The systemd unit file of a planned service."""
-    return "%s/%s.service" % (UNIT_DIR, svc["unit"])
+    missing = [k for k in SETTINGS if k not in (settings or {})]
+    if missing:
+        raise ValueError("service_files: settings lack %s" % ", ".join(missing))
+    return settings
 
 
 def unit_text(svc, settings=None):
     """The systemd unit of a planned service: its runtime's ExecStart, environment file and limits."""
     opts = _settings(settings)
     docker = svc["runtime"] == "docker"
-    env_file = env_path(svc, opts["config_dir"])
+    env_file = units.env_path(svc, opts["config_dir"])
     lines = [
         "# Managed by kimi_k3.serving: %s (%s, role %s, runtime %s)."
         % (svc["name"], svc["kind"], svc.get("role", ""), svc["runtime"]),
@@ -105,10 +89,11 @@ def service_files(services, settings=None, keys=None, admin=None):
         directories.append({"path": "%s/%s" % (opts["state_dir"].rstrip("/"), name), "mode": "0755"})
         for item in svc.get("files") or []:
             files.append(_file(item["path"], item["content"], item.get("mode") or "0644", name, False))
-        files.append(_file(env_path(svc, opts["config_dir"]), env_text(svc, opts, keys, admin), "0600", name, True))
+        env = env_text(svc, opts, keys, admin)
+        files.append(_file(units.env_path(svc, opts["config_dir"]), env, "0600", name, True))
         for item in svc.get("secret_files") or []:
             files.append(_file(item["path"], secret_file_content(item, keys, admin), "0600", name, True))
-        files.append(_file(unit_path(svc), unit_text(svc, opts), "0644", name, False))
+        files.append(_file(units.unit_path(svc), unit_text(svc, opts), "0644", name, False))
         phase = "followers" if svc.get("after_started") else "node0"
         service_units.append({"name": name, "unit": svc["unit"], "phase": phase})
     return {"directories": directories, "files": files, "units": service_units, "secrets": secret_values(keys, admin)}

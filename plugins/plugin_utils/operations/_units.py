@@ -123,6 +123,16 @@ def env_file_content(env, fmt):
     return "".join(line + "\n" for line in lines)
 
 
+def env_path(svc, config_dir):
+    """The environment file of a planned service."""
+    return "%s/%s.env" % (config_dir.rstrip("/"), svc["name"])
+
+
+def unit_path(svc, unit_dir="/etc/systemd/system"):
+    """The systemd unit file of a planned service."""
+    return "%s/%s.service" % (unit_dir.rstrip("/"), svc["unit"])
+
+
 def health_targets(services):
     """What a health wait needs of planned services (and nothing else: no env, no argv)."""
     return [{"name": s["name"], "unit": s["unit"], "url": (s.get("health") or {}).get("url")} for s in services or []]
@@ -137,8 +147,8 @@ def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system
     """
     paths = set()
     for svc in services or []:
-        paths.add("%s/%s.service" % (unit_dir.rstrip("/"), svc["unit"]))
-        paths.add("%s/%s.env" % (config_dir.rstrip("/"), svc["name"]))
+        paths.add(unit_path(svc, unit_dir))
+        paths.add(env_path(svc, config_dir))
         paths.add("%s/%s" % (state_dir.rstrip("/"), svc["name"]))
         for item in (svc.get("files") or []) + (svc.get("secret_files") or []):
             paths.add(item["path"])
@@ -166,8 +176,8 @@ def bundle_files(services, config_dir, unit_dir="/etc/systemd/system"):
             out.append({"path": path, "kind": kind})
 
     for svc in services or []:
-        add("%s/%s.service" % (unit_dir.rstrip("/"), svc["unit"]), "plain")
-        add("%s/%s.env" % (config_dir.rstrip("/"), svc["name"]), "env")
+        add(unit_path(svc, unit_dir), "plain")
+        add(env_path(svc, config_dir), "env")
         for item in svc.get("files") or []:
             add(item["path"], "plain")
         for item in svc.get("secret_files") or []:
