@@ -230,10 +230,13 @@ def write_file(path, content, mode):
 
 
 def ensure_directory(path, mode, check):
-    """Create ``path`` (owner root, ``mode``); True when it was (or would be) created or changed."""
+    """Create ``path`` and missing parents (owner root, ``mode``; parents 0755), as ``mkdir -p`` does.
+
+    True when it was (or would be) created or changed.
+    """
     if not os.path.isdir(path):
         if not check:
-            os.mkdir(path, _mode(mode))
+            os.makedirs(path, 0o755, exist_ok=True)
             os.chown(path, 0, 0)
             os.chmod(path, _mode(mode))
         return True

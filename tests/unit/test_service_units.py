@@ -205,7 +205,7 @@ def run_module(capsys, args, check=False, diff=False):
 def planned(tmp_path):
     conf = tmp_path / "conf"
     return {
-        "directories": [{"path": str(conf), "mode": "0755"}, {"path": str(tmp_path / "work"), "mode": "0750"}],
+        "directories": [{"path": str(conf), "mode": "0755"}, {"path": str(tmp_path / "var" / "work"), "mode": "0750"}],
         "files": [
             {"path": str(conf / "engine.yaml"), "content": "port: 8000\n", "mode": "0644", "service": "engine"},
             {
@@ -228,7 +228,9 @@ def test_module_writes_once_then_changes_nothing(tmp_path, capsys, as_root):
     assert {f["path"]: f["changes"] for f in first["changed_files"]} == {f["path"]: ["created"] for f in args["files"]}
     env = tmp_path / "conf" / "engine.env"
     assert stat.S_IMODE(env.stat().st_mode) == 0o600
-    assert stat.S_IMODE((tmp_path / "work").stat().st_mode) == 0o750
+    # A folder whose parents are missing is made with them (mkdir -p), as on a host's first deploy.
+    assert stat.S_IMODE((tmp_path / "var" / "work").stat().st_mode) == 0o750
+    assert stat.S_IMODE((tmp_path / "var").stat().st_mode) == 0o755
     assert env.read_text() == "KEY=%s\n" % KEY
     _, second = run_module(capsys, args)
     assert not second["changed"] and second["changed_services"] == [] and not second["reloaded"]
