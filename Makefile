@@ -25,7 +25,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: test-setup test-packages test-data test-tables test-hosts test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -137,16 +137,33 @@ sanity: venv
 	shellcheck tools/*.sh .ci/run
 	tools/ansible_test.sh
 
-# Everything: lint; planner, golden, contract and playbook tests; then, as root: the sandbox
-# hosts; the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test
-# hosts with packaged test doubles); the fault and --limit tests on a deployed cluster; host preflight (a wrong
-# NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401 without one,
-# 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin endpoints);
-# monitoring with the real Prometheus; the AWX job templates through ansible-runner; the day-two
-# operations (restart, upgrade, a failed group, remove and scale) under load with no failed request.
-test: venv venv-vllm venv-bench venv-eval venv-galaxy lint sanity
+# Everything, in three steps, each as wide as the machine allows (make -O prints a step's output
+# whole, when it ends):
+#   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
+#      time), the tiny model and the test hosts' packages; lint and sanity;
+#   2. the table-driven suites (no test host) beside the suites on test hosts (one host set at a
+#      time, in order: test-hosts);
+#   3. the day-two operations under load on the HA sandbox, alone: they count failed requests.
+# The table-driven suites: planner, golden, contract, playbook and artifact tests. On test hosts:
+# the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test hosts
+# with packaged test doubles); the fault and --limit tests on a deployed cluster; host preflight
+# (a wrong NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401
+# without one, 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin
+# endpoints); monitoring with the real Prometheus; the AWX job templates through ansible-runner;
+# then the day-two operations (restart, upgrade, a failed group, remove and scale) under load with
+# no failed request.
+TEST_SETUP_JOBS ?= 6
+test:
+	$(MAKE) --no-print-directory -j$(TEST_SETUP_JOBS) -O test-setup lint sanity
+	$(MAKE) --no-print-directory -j2 -O test-tables test-hosts
+	$(MAKE) --no-print-directory test-ha-suite
+
+test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data
+
+# The controller's Debian packages for the tests (tools/apt_install.sh runs one apt at a time).
+test-packages:
 	# nft checks the firewall tables (unit tests); the preflight tests block a connection with it.
-	command -v nft >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nftables
+	command -v nft >/dev/null || tools/apt_install.sh nftables
 	# dot draws report.html's picture of the cluster; headless Chromium renders the page (tests/integration).
 	# Chromium moves fast in the security archive: with package lists older than its current version,
 	# the install fails on a removed .deb, and apt-get update (then the install again) repairs it.
@@ -154,23 +171,32 @@ test: venv venv-vllm venv-bench venv-eval venv-galaxy lint sanity
 	command -v chromium >/dev/null || tools/apt_install.sh chromium
 	# podman, runc and debootstrap build the execution environment (tests/integration/test_execution_environment.py).
 	tools/ee.sh setup
-	# The tiny model: the sandbox's, and the one the benchmark and evaluation playbooks run against.
+
+# The tiny model (the sandbox's, and the one the benchmark and evaluation playbooks run against),
+# and the test hosts' Debian packages (the front door's tests run its nginx on the controller too).
+test-data: venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
-	# The test hosts' Debian packages; the front door's tests run its nginx on the controller too.
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
-	# The table-driven suites are independent: one worker per core, a test file per worker at a
-	# time (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
-	# builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
+
+# The table-driven suites are independent: one worker per core, a test file per worker at a time
+# (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
+# builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
+test-tables:
 	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration tests/collection $(PYTEST_ARGS)
-	# Molecule's scenarios are in extensions/molecule (their shared settings in its config.yml), found from
-	# the collection root; its default scenario plans the sandbox with playbooks/plan.yml, on no host.
+
+# The suites on test hosts, one host set at a time. Molecule's scenarios are in extensions/molecule
+# (their shared settings in its config.yml), found from the collection root; its default scenario
+# plans the sandbox with playbooks/plan.yml, on no host.
+test-hosts:
 	$(BIN)/molecule test -s default
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	$(BIN)/molecule test -s nvidia
 	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	# One host set and one deployment (with API keys) for both: tests/helpers/cluster_sandbox.py.
 	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
-	# The day-two operations under load on the HA sandbox (its own host set, replacing the one above).
+
+# The day-two operations under load on the HA sandbox (its own host set, replacing the one above).
+test-ha-suite:
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox alone (715 s on an idle machine, 2026-12-03).

@@ -5,6 +5,10 @@
 #   tools/apt_install.sh PACKAGE...
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# One apt at a time: make test's set-up steps run side by side, and dpkg and the package lists
+# each have one lock (apt-get fails at once when another apt holds it).
+exec 9>/run/lock/k3-apt-install.lock
+flock 9
 apt-get install -y -qq --no-install-recommends "$@" && exit 0
 echo "[apt] install of $* failed with the current package lists: apt-get update, then again" >&2
 apt-get update -qq

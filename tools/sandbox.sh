@@ -142,8 +142,7 @@ ensure_tools() {
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   log "installing ${missing[*]} (apt)"
   local apt_log=/var/log/k3-sandbox-apt.log
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1; then
+  if ! "$REPO/tools/apt_install.sh" "${missing[@]}" >"$apt_log" 2>&1; then
     tail -n 20 "$apt_log" >&2
     die "apt-get install ${missing[*]} failed (log: $apt_log)"
   fi

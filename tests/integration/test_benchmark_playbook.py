@@ -191,7 +191,9 @@ def test_a_failed_gate_names_metric_value_threshold_and_folder_against_a_baselin
         benchmark_scenarios=["sweep"],
         benchmark_baseline=str(first_run["run"]),
         benchmark_max_ttft_p99_ms=0.5,
-        benchmark_max_regression_percent=1000,
+        # The comparison is made, and no run-to-run variation reaches this gate: with other work on
+        # the cores (make test runs the suites side by side) one point grew past the 1000 % it had here.
+        benchmark_max_regression_percent=100000,
     )
     assert proc.returncode != 0
     summary = json.loads((run / "summary.json").read_text())
