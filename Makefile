@@ -204,9 +204,10 @@ test-ha: venv venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
-# The quick loop: no venv but the controller's, no root, no cluster.
+# The quick loop: no venv but the controller's, no root, no cluster, no real server (the tests
+# marked slow, which start vLLM or build an image, are make test's). One worker per core.
 test-fast: venv
-	$(BIN)/pytest tests/unit tests/golden tests/integration $(PYTEST_ARGS)
+	$(BIN)/pytest -n auto --dist loadfile -m "not slow" tests/unit tests/golden tests/integration $(PYTEST_ARGS)
 
 # Every Molecule scenario (extensions/molecule): the plan (default), the nvidia prerequisites, the whole cluster.
 molecule: venv venv-vllm

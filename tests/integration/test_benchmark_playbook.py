@@ -25,6 +25,9 @@ from conftest import ROOT, VENV_BIN, skip_or_fail
 from helpers.ansible_run import ansible_playbook
 from helpers.pngread import read_png
 
+# A real server or an image build: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 # One server for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18101
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"

@@ -25,6 +25,9 @@ import pytest
 from conftest import ROOT, VENV_BIN, skip_or_fail, write_sandbox_inventory
 from helpers.ansible_run import ansible_playbook
 
+# A real server or an image build: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 # One vLLM for the module: make test keeps a file's tests on one pytest-xdist worker (--dist loadfile).
 PORT = 18102
 SERVED = "kimi-k3-sandbox"

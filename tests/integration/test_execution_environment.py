@@ -20,6 +20,9 @@ import pytest
 from conftest import EXAMPLES, ROOT, VENV_BIN, ansible_env, skip_or_fail
 from helpers.awx_jobs import awx, checkout_plan, runner_home_env
 
+# A real server or an image build: make test runs it, make test-fast leaves it out.
+pytestmark = pytest.mark.slow
+
 VERSION = next(
     line.split()[1] for line in (ROOT / "galaxy.yml").read_text().splitlines() if line.startswith("version:")
 )
