@@ -401,7 +401,7 @@ def test_without_jsonschema_the_builtin_validator_checks(monkeypatch):
 NOT_PLAN_FIELDS = {"changed", "id", "service_unit_svc", "entries", "inode", "src", "dst"}
 # Plan readers in Python: variables that hold a plan, a service, its container or shell, the parameters.
 PY_READ = re.compile(
-    r"\b(?:plan|parameters|s|svc|service|eng|other|target|c|container|shell)\s*(?:\.get\(|\[)\"(\w+)\""
+    r"\b(?:plan|parameters|s|svc|service|eng|other|target|c|container|shell|checks|pin|endpoint)\s*(?:\.get\(|\[)\"(\w+)\""
 )
 # The planner and the profile loader write the plan and read profiles: not readers.
 PY_WRITERS = re.compile(r"^(?:planner|plan_(?!access)\w+|profiles|variables)\.py$")
