@@ -20,12 +20,14 @@ SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 TEST_DEBS := .cache/debian-debs
 TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx
 PLAN_DIR ?= plan
+# Independent set-up steps (venvs, packages, test data, lint) run side by side, this many at once.
+SETUP_JOBS ?= 6
 # The slowest tests of each suite are listed at its end (where the time of make test goes).
 PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: test-setup test-packages test-data test-tables test-hosts test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages test-setup test-packages test-data test-tables test-hosts test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -34,6 +36,7 @@ help:
 	@echo "make site     run site.yml on INVENTORY (default $(INVENTORY))"
 	@echo "make plan     write the plan of INVENTORY to PLAN_DIR (default $(PLAN_DIR))"
 	@echo "make test     lint + every test (installs the venvs it needs)"
+	@echo "make test-fast  the quick loop: unit, golden and playbook tests, no root, no test host"
 	@echo "make test-ha  the day-two operations under load on the HA sandbox (tests/ha)"
 
 # The controller: Ansible, the bundled collections, the linters and pytest.
@@ -66,19 +69,24 @@ venv-galaxy:
 
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
-sandbox-hosts: venv venv-vllm venv-bench
-	# dot draws the picture in the plan's report.html.
-	command -v dot >/dev/null || tools/apt_install.sh graphviz
-	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
-	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
+sandbox-hosts: sandbox-setup
 	tools/sandbox.sh up
+
+# The sandbox's set-up steps side by side: the venvs (each built once), Graphviz, the tiny model
+# and the hosts' Debian packages.
+sandbox-setup:
+	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O venv venv-vllm venv-bench venv-eval sandbox-packages test-data
+
+# dot draws the picture in the plan's report.html.
+sandbox-packages:
+	command -v dot >/dev/null || tools/apt_install.sh graphviz
 
 # With an API key, as production keeps one: tools/sandbox_secrets.sh makes a random key in an
 # Ansible Vault file (.cache/sandbox/secrets.yml, its password in .cache/sandbox/vault-password);
 # site.yml reads it with -e @file --vault-password-file. `make sandbox SANDBOX_SECRETS=` deploys
 # without a key; -e k3_api_key=... works too (but puts the key in argv).
 SANDBOX_SECRETS ?= $(shell tools/sandbox_secrets.sh)
-sandbox: sandbox-hosts venv-eval
+sandbox: sandbox-hosts
 	$(BIN)/ansible-playbook site.yml -i inventories/sandbox $(SANDBOX_SECRETS)
 	# The deployment as day two sees it: every planned service, its health, its argv and files against the plan.
 	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/sandbox $(SANDBOX_SECRETS)
@@ -152,9 +160,8 @@ sanity: venv
 # endpoints); monitoring with the real Prometheus; the AWX job templates through ansible-runner;
 # then the day-two operations (restart, upgrade, a failed group, remove and scale) under load with
 # no failed request.
-TEST_SETUP_JOBS ?= 6
 test:
-	$(MAKE) --no-print-directory -j$(TEST_SETUP_JOBS) -O test-setup lint sanity
+	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
 	$(MAKE) --no-print-directory -j2 -O test-tables test-hosts
 	$(MAKE) --no-print-directory test-ha-suite
 
