@@ -75,11 +75,11 @@ attributes:
   diff_mode:
     support: none
     description: Changes nothing.
-  platform:
-    platforms: posix
-    description: The controller.
+  idempotent:
+    support: full
+    description: Sends requests and changes nothing.
 author:
-  - kimi_k3.serving contributors
+  - kimi_k3.serving maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
