@@ -145,8 +145,8 @@ sanity: venv
 	shellcheck tools/*.sh .ci/run
 	tools/ansible_test.sh
 
-# Everything, in three steps, each as wide as the machine allows (make -O prints a step's output
-# whole, when it ends):
+# Everything, in three steps, each as wide as the machine allows (make -O prints a set-up step's
+# output whole, when it ends):
 #   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
 #      time), the tiny model and the test hosts' packages; lint and sanity;
 #   2. the table-driven suites (no test host) beside the suites on test hosts (one host set at a
@@ -162,7 +162,7 @@ sanity: venv
 # no failed request.
 test:
 	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
-	$(MAKE) --no-print-directory -j2 -O test-tables test-hosts
+	$(MAKE) --no-print-directory -j2 test-tables test-hosts
 	$(MAKE) --no-print-directory test-ha-suite
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data
@@ -188,8 +188,12 @@ test-data: venv-vllm
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
 # builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
+# Its output goes to .cache/test-tables.log, printed whole when it ends: the host suites beside it
+# print theirs as they go.
 test-tables:
-	$(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration tests/collection $(PYTEST_ARGS)
+	mkdir -p .cache
+	status=0; $(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration \
+	  tests/collection $(PYTEST_ARGS) >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
 # The suites on test hosts, one host set at a time. Molecule's scenarios are in extensions/molecule
 # (their shared settings in its config.yml), found from the collection root; its default scenario
