@@ -192,7 +192,7 @@ def test_every_data_parallel_rank_is_pinned_and_a_rank_that_counts_nothing_is_na
         "type": "image_url",
         "image_url": {"url": "data:image/png;base64,AA=="},
     }
-    assert lines[-1] == "k3-sb-dp0/dp: data-parallel rank 0 served a request pinned to it"
+    assert lines[-1] == "k3-sb-dp0/dp rank 0 served a request pinned to it (X-data-parallel-rank: 0)"
     assert failure.startswith(
         "k3-sb-dp0/dp: a request pinned to data-parallel rank 1 was not counted by engine 1"
         ' (vllm:prompt_tokens_total{engine="1"}'

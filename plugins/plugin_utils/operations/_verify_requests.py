@@ -203,7 +203,9 @@ class Verifier:
                 " grow). The rank's engine may be down: look at the journal of the node that runs rank %s."
                 % (pin["service"], rank, rank, RANK_COUNTER, rank, rank)
             )
-        self.lines.append("%s: data-parallel rank %s served a request pinned to it" % (pin["service"], rank))
+        self.lines.append(
+            "%s rank %s served a request pinned to it (X-data-parallel-rank: %s)" % (pin["service"], rank, rank)
+        )
 
     def run(self):
         """Every check the plan asks for, in order; the first failure stops the pass."""
