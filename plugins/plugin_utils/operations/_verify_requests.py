@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._metrics import metric_sum
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._rolling import listed_models
@@ -46,7 +46,7 @@ class Settings:
     models_tries: int = 10
     models_delay: float = 3.0
     sleep: object = None  # time.sleep, or a stand-in in the tests
-    fresh: object = field(default=None)  # a fresh prompt prefix per try (random by default)
+    fresh: object = None  # a fresh prompt prefix per try (random by default)
 
 
 def _truncate(text, length=200):
@@ -82,8 +82,9 @@ class Verifier:
         except ValueError:
             return text
 
-    def _text(self, url):
-        return self._json("GET", url)
+    def _metrics(self, url):
+        """The /metrics page of the server at ``url`` (Prometheus text)."""
+        return self._json("GET", url + "/metrics")
 
     def _chat(self, url, content, max_tokens, headers=None):
         body = {
@@ -137,7 +138,7 @@ class Verifier:
         return tokens
 
     def _decode_counters(self, urls):
-        texts = [self._text(u + "/metrics") for u in urls]
+        texts = [self._metrics(u) for u in urls]
         counter = self.checks["kv_transfer"]["counter"]
         return {src: sum(metric_sum(t, counter, {"source": src}) for t in texts) for src in KV_SOURCES}
 
@@ -193,10 +194,10 @@ class Verifier:
     def dp_rank(self, pin, rank):
         """A request pinned to ``rank`` through node 0's API is counted by that rank's engine."""
         labels = {"engine": str(rank)}
-        before = metric_sum(self._text(pin["url"] + "/metrics"), RANK_COUNTER, labels)
+        before = metric_sum(self._metrics(pin["url"]), RANK_COUNTER, labels)
         headers = {"X-data-parallel-rank": str(rank)}
         self._chat(pin["url"] + "/v1/chat/completions", self.settings.prompt, 8, headers)
-        after = metric_sum(self._text(pin["url"] + "/metrics"), RANK_COUNTER, labels)
+        after = metric_sum(self._metrics(pin["url"]), RANK_COUNTER, labels)
         if after - before <= 0:
             raise VerifyFailed(
                 '%s: a request pinned to data-parallel rank %s was not counted by engine %s (%s{engine="%s"} did not'
