@@ -46,17 +46,39 @@ options:
         type: path
         required: true
       content:
-        description: Its whole content.
+        description: Its whole content. Exactly one of O(files[].content), O(files[].source) and O(files[].line).
         type: str
-        required: true
+      source:
+        description: A file on the host whose content this file gets (a certificate the site put there).
+        type: path
+      line:
+        description:
+          - One line this file must hold (a distribution's settings file), replacing the last line that
+            matches O(files[].regexp), else appended; the rest of the file is kept.
+        type: str
+      regexp:
+        description: The pattern of the line O(files[].line) replaces (Python C(re), searched in each line).
+        type: str
       mode:
         description: Its mode (octal string).
         type: str
         default: "0644"
+      group:
+        description: Its group (owner root); a group that does not exist yet is reported in check mode.
+        type: str
+        default: root
       service:
-        description: The planned service the file belongs to (a change restarts it).
+        description: The planned service the file belongs to.
         type: str
         required: true
+      change:
+        description:
+          - What a change of this file does to its service's unit when the unit is in O(start) - C(restart)
+            it, C(reload) it (a daemon that reads its configuration again), or C(none) (a file the daemon
+            reads by itself, or at every request).
+        type: str
+        choices: [restart, reload, none]
+        default: restart
       secret:
         description: The file holds keys; a diff shows that it changed, never its content.
         type: bool
@@ -65,12 +87,14 @@ options:
         description:
           - A command that checks the new content before it replaces the file (C(%s) is the new
             content's temporary path), e.g. C(/usr/sbin/nft -c -f %s). A refusal fails the module and
-            leaves the file as it was.
+            leaves the file as it was. In check mode, a command that is not installed yet (its package
+            comes in the same run) is not run.
         type: str
   start:
     description:
       - The units to enable and start, each with the service it runs. Empty only writes files.
-      - A unit of a service whose files changed, or named in O(restart), is restarted instead.
+      - A unit of a service whose files changed, or named in O(restart), is restarted instead (or
+        reloaded, when only files with O(files[].change=reload) changed and it runs).
     type: list
     elements: dict
     default: []
@@ -167,6 +191,11 @@ restarted:
   type: list
   elements: str
   returned: always
+reloaded_units:
+  description: The running units reloaded (only files they read again on a reload changed).
+  type: list
+  elements: str
+  returned: always
 enabled:
   description: The units enabled (they were not).
   type: list
@@ -174,8 +203,11 @@ enabled:
   returned: always
 """
 
+import grp
 import os
+import re
 import shlex
+import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -195,8 +227,48 @@ def _read(path):
         return None
 
 
-def file_changes(path, content, mode):
-    """What differs between the host's ``path`` and the planned file: a list of reasons."""
+def group_id(name):
+    """The gid of group ``name``; None when it does not exist (yet)."""
+    if name in (None, "", "root"):
+        return 0
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return None
+
+
+def with_line(current, line, regexp):
+    """``current`` (text, or None for no file) with ``line`` in place of the last line matching ``regexp``,
+    else appended."""
+    lines = (current or "").splitlines()
+    pattern = re.compile(regexp) if regexp else None
+    found = [i for i, text in enumerate(lines) if (pattern.search(text) if pattern else text == line)]
+    if found:
+        lines[found[-1]] = line
+    else:
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def resolve_content(item):
+    """The item's planned content: given, read from its ``source``, or its file with its ``line``."""
+    given = [key for key in ("content", "source", "line") if item.get(key) is not None]
+    if len(given) != 1:
+        raise ValueError("%s: give exactly one of content, source and line (got %s)" % (item["path"], given or "none"))
+    if item.get("source") is not None:
+        data = _read(item["source"])
+        if data is None:
+            raise ValueError("%s: its source %s does not exist" % (item["path"], item["source"]))
+        return data.decode("utf-8")
+    if item.get("line") is not None:
+        current = _read(item["path"])
+        return with_line(None if current is None else current.decode("utf-8"), item["line"], item.get("regexp"))
+    return item["content"]
+
+
+def file_changes(path, content, mode, gid=0):
+    """What differs between the host's ``path`` and the planned file: a list of reasons.
+    ``gid`` None: the group does not exist yet (an owner change)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -206,18 +278,18 @@ def file_changes(path, content, mode):
         reasons.append("content")
     if (st.st_mode & 0o7777) != _mode(mode):
         reasons.append("mode")
-    if st.st_uid != 0 or st.st_gid != 0:
+    if st.st_uid != 0 or st.st_gid != gid:
         reasons.append("owner")
     return reasons
 
 
-def write_file(path, content, mode):
-    """Write ``content`` to ``path`` atomically, owned by root with ``mode`` from the start."""
+def write_file(path, content, mode, gid=0):
+    """Write ``content`` to ``path`` atomically, owned by root (group ``gid``) with ``mode`` from the start."""
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".k3-")
     try:
         os.fchmod(fd, _mode(mode))
-        os.fchown(fd, 0, 0)
+        os.fchown(fd, 0, gid)
         with os.fdopen(fd, "wb") as handle:
             handle.write(content.encode("utf-8"))
             handle.flush()
@@ -262,11 +334,16 @@ def file_diff(item, reasons):
 
 
 def apply_files(items, check, want_diff, validate=None):
-    """Write what differs; returns (changed file entries, diffs). ``validate(item)`` checks the new
-    content of an item with a ``validate`` command before it is written (also in check mode)."""
+    """Write what differs, in order; returns (changed file entries, diffs). ``validate(item)`` checks the
+    new content of an item with a ``validate`` command before it is written (also in check mode).
+    An item's content is resolved on the host (``resolve_content``) just before it is compared."""
     changed, diffs = [], []
-    for item in items:
-        reasons = file_changes(item["path"], item["content"], item["mode"])
+    for given in items:
+        item = dict(given, content=resolve_content(given))
+        gid = group_id(item.get("group"))
+        if gid is None and not check:
+            raise OSError("%s: its group %s does not exist" % (item["path"], item["group"]))
+        reasons = file_changes(item["path"], item["content"], item["mode"], gid)
         if not reasons:
             continue
         if want_diff:
@@ -276,8 +353,10 @@ def apply_files(items, check, want_diff, validate=None):
         if not check:
             if not os.path.isdir(os.path.dirname(item["path"])):
                 raise OSError("%s: its folder does not exist" % item["path"])
-            write_file(item["path"], item["content"], item["mode"])
-        changed.append({"path": item["path"], "service": item["service"], "changes": reasons})
+            write_file(item["path"], item["content"], item["mode"], gid)
+        changed.append(
+            {"path": item["path"], "service": item["service"], "changes": reasons, "change": item.get("change")}
+        )
     return changed, diffs
 
 
@@ -285,6 +364,12 @@ def validator(module):
     """``validate(item)``: run the item's validate command on its new content in a temporary file."""
 
     def validate(item):
+        program = shlex.split(item["validate"])[0]
+        if not shutil.which(program):
+            if module.check_mode:
+                # Its package is installed by this same run, which check mode does not do.
+                return
+            module.fail_json(msg="%s: its check %s is not installed on this host" % (item["path"], program))
         fd, tmp = tempfile.mkstemp(prefix=".k3-validate-")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -334,44 +419,58 @@ class Systemd:
         return states
 
 
-def start_plan(units, states, restart):
-    """Which units to enable, start and restart: ``(enable, start, restart)`` lists.
+RUNNING = ("active", "activating", "reloading")
 
-    ``restart``: the units to restart (a file of theirs changed, asked for, or their probe failed)."""
-    enable, start, again = [], [], []
+
+def start_plan(units, states, restart, reload=()):
+    """Which units to enable, start, restart and reload: ``(enable, start, restart, reload)`` lists.
+
+    ``restart``: the units to restart (a file of theirs changed, asked for, or their probe failed);
+    ``reload``: those to reload when they run (only files they read again on a reload changed)."""
+    enable, start, again, again_read = [], [], [], []
     for unit in units:
         active, file_state = states.get(unit, ("", ""))
         if file_state != "enabled":
             enable.append(unit)
         if unit in restart:
             again.append(unit)
-        elif active not in ("active", "activating", "reloading"):
+        elif active not in RUNNING:
             start.append(unit)
-    return enable, start, again
+        elif unit in reload:
+            again_read.append(unit)
+    return enable, start, again, again_read
 
 
-def run_starts(module, systemd, changed_services):
-    """Enable, start and restart the units of the selected phases; returns (enable, start, restart)."""
+def service_changes(changed_files):
+    """``(restart, reload)``: the services with a changed file that restarts them, and those with only
+    files that reload them."""
+    restart = {f["service"] for f in changed_files if f.get("change", "restart") in (None, "restart")}
+    reload = {f["service"] for f in changed_files if f.get("change") == "reload"} - restart
+    return restart, reload
+
+
+def run_starts(module, systemd, changed_files):
+    """Enable, start, restart and reload the units of the selected phases; returns the four lists."""
     selected = [item for item in module.params["start"] if item["phase"] in module.params["phases"]]
     if not selected:
-        return [], [], []
+        return [], [], [], []
     wanted = [item["unit"] for item in selected]
-    again = set(module.params["restart"]) | set(changed_services)
-    restart = {item["unit"] for item in selected if item["name"] in again}
+    to_restart, to_reload = service_changes(changed_files)
+    to_restart |= set(module.params["restart"])
+    restart = {item["unit"] for item in selected if item["name"] in to_restart}
+    reload = {item["unit"] for item in selected if item["name"] in to_reload}
     for item in selected:
         if item.get("probe") and item["unit"] not in restart:
             if module.run_command(item["probe"])[0] != 0:
                 restart.add(item["unit"])
     # systemctl show answers for a unit that is not written yet too (in check mode): inactive, no file state.
-    enable, begin, again = start_plan(wanted, systemd.states(wanted), restart)
+    plan = start_plan(wanted, systemd.states(wanted), restart, reload)
     if not module.check_mode:
-        if enable:
-            systemd.run("enable", "--", *[u + ".service" for u in enable])
-        if begin:
-            systemd.run("start", "--", *[u + ".service" for u in begin])
-        if again:
-            systemd.run("restart", "--", *[u + ".service" for u in again])
-    return enable, begin, again
+        enable, begin, again, again_read = plan
+        for verb, units in (("enable", enable), ("start", begin), ("restart", again), ("reload", again_read)):
+            if units:
+                systemd.run(verb, "--", *[u + ".service" for u in units])
+    return plan
 
 
 def _dicts(**options):
@@ -385,9 +484,14 @@ def main():
             "directories": _dicts(path={"type": "path", "required": True}, mode={"type": "str", "default": "0755"}),
             "files": _dicts(
                 path={"type": "path", "required": True},
-                content={"type": "str", "required": True},
+                content={"type": "str"},
+                source={"type": "path"},
+                line={"type": "str"},
+                regexp={"type": "str"},
                 mode={"type": "str", "default": "0644"},
+                group={"type": "str", "default": "root"},
                 service={"type": "str", "required": True},
+                change={"type": "str", "choices": ["restart", "reload", "none"], "default": "restart"},
                 secret={"type": "bool", "default": False},
                 validate={"type": "str"},
             ),
@@ -412,7 +516,7 @@ def main():
     dirs_changed = [d["path"] for d in module.params["directories"] if ensure_directory(d["path"], d["mode"], check)]
     try:
         changed_files, diffs = apply_files(module.params["files"], check, module._diff, validator(module))
-    except OSError as exc:
+    except (OSError, ValueError, re.error) as exc:
         module.fail_json(msg="cannot write the planned files: %s" % exc, created_folders=dirs_changed)
     changed_services = sorted({f["service"] for f in changed_files})
     reloaded = any(f["path"].endswith(".service") for f in changed_files)
@@ -420,11 +524,13 @@ def main():
     if reloaded and not check:
         systemd = Systemd(module)
         systemd.run("daemon-reload")
-    enable, begin, again = [], [], []
+    enable, begin, again, again_read = [], [], [], []
     if module.params["start"]:
-        enable, begin, again = run_starts(module, systemd or Systemd(module), changed_services)
+        enable, begin, again, again_read = run_starts(module, systemd or Systemd(module), changed_files)
+    for entry in changed_files:
+        entry.pop("change", None)
     result = {
-        "changed": bool(dirs_changed or changed_files or enable or begin or again),
+        "changed": bool(dirs_changed or changed_files or enable or begin or again or again_read),
         "created_folders": dirs_changed,
         "changed_services": changed_services,
         "changed_files": changed_files,
@@ -432,6 +538,7 @@ def main():
         "enabled": enable,
         "started": begin,
         "restarted": again,
+        "reloaded_units": again_read,
     }
     if module._diff:
         result["diff"] = diffs

@@ -136,16 +136,62 @@ def test_keys_the_plan_wants_but_the_inventory_lacks_are_refused():
 @pytest.mark.parametrize(
     ("states", "restart", "expected"),
     [
-        ({"a": ("active", "enabled")}, set(), ([], [], [])),
-        ({"a": ("inactive", "enabled")}, set(), ([], ["a"], [])),
-        ({"a": ("failed", "disabled")}, set(), (["a"], ["a"], [])),
-        ({"a": ("active", "enabled")}, {"a"}, ([], [], ["a"])),
-        ({"a": ("inactive", "")}, {"a"}, (["a"], [], ["a"])),  # not written yet (check mode)
-        ({"a": ("activating", "enabled")}, set(), ([], [], [])),
+        ({"a": ("active", "enabled")}, set(), ([], [], [], [])),
+        ({"a": ("inactive", "enabled")}, set(), ([], ["a"], [], [])),
+        ({"a": ("failed", "disabled")}, set(), (["a"], ["a"], [], [])),
+        ({"a": ("active", "enabled")}, {"a"}, ([], [], ["a"], [])),
+        ({"a": ("inactive", "")}, {"a"}, (["a"], [], ["a"], [])),  # not written yet (check mode)
+        ({"a": ("activating", "enabled")}, set(), ([], [], [], [])),
     ],
 )
 def test_start_plan(states, restart, expected):
     assert service_units.start_plan(["a"], states, restart) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "restart", "expected"),
+    [
+        ("active", set(), ([], [], [], ["a"])),  # running: reloaded
+        ("inactive", set(), ([], ["a"], [], [])),  # stopped: its start reads the new files
+        ("active", {"a"}, ([], [], ["a"], [])),  # a restart covers the reload
+    ],
+)
+def test_a_unit_whose_reloadable_files_changed_is_reloaded_only_when_it_runs(state, restart, expected):
+    assert service_units.start_plan(["a"], {"a": (state, "enabled")}, restart, {"a"}) == expected
+
+
+def test_what_a_changed_file_does_to_its_service():
+    changed = [
+        {"service": "prometheus", "change": "reload"},
+        {"service": "prometheus", "change": "none"},
+        {"service": "alertmanager", "change": "none"},
+        {"service": "engine", "change": "restart"},
+        {"service": "engine", "change": "reload"},
+        {"service": "router"},
+    ]
+    assert service_units.service_changes(changed) == ({"engine", "router"}, {"prometheus"})
+
+
+def test_a_line_replaces_the_last_match_or_is_appended():
+    text = '# comment\nARGS=""\nOTHER=1\n'
+    assert service_units.with_line(text, 'ARGS="--web.config.file=/w.yml"', "^ARGS=") == (
+        '# comment\nARGS="--web.config.file=/w.yml"\nOTHER=1\n'
+    )
+    assert service_units.with_line("OTHER=1", "ARGS=x", "^ARGS=") == "OTHER=1\nARGS=x\n"
+    assert service_units.with_line(None, "ARGS=x", "^ARGS=") == "ARGS=x\n"
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"path": "/x", "content": "a", "line": "b"}, "/x: give exactly one of content, source and line"),
+        ({"path": "/x"}, "/x: give exactly one of content, source and line (got none)"),
+        ({"path": "/x", "source": "/nowhere/cert.pem"}, "/x: its source /nowhere/cert.pem does not exist"),
+    ],
+)
+def test_a_file_with_no_or_two_contents_or_a_missing_source_is_refused(item, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        service_units.resolve_content(item)
 
 
 class FakeModule:
@@ -188,8 +234,8 @@ def as_root(monkeypatch):
 
 
 def _ignore_owner(func):
-    def wrapped(*args):
-        return [r for r in func(*args) if r != "owner"]
+    def wrapped(*args, **kwargs):
+        return [r for r in func(*args, **kwargs) if r != "owner"]
 
     return wrapped
 
@@ -304,5 +350,72 @@ def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
     module = Module("")
     active = {"k3-firewall": ("active", "enabled"), "k3-engine": ("active", "enabled")}
     monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: active)
-    assert service_units.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"])
+    assert service_units.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"], [])
     assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
+
+
+def test_a_source_a_line_a_group_and_what_changes_do_in_one_call(tmp_path, capsys, as_root, monkeypatch):
+    """The monitoring stage's kinds of file: a certificate from a host path (group-readable), a line in
+    a distribution's settings file, and files that reload, restart or leave their daemon alone."""
+    monkeypatch.setattr(service_units, "group_id", lambda name: 0)
+    calls = []
+    monkeypatch.setattr(service_units.Systemd, "__init__", lambda self, module: setattr(self, "module", module))
+    monkeypatch.setattr(service_units.Systemd, "run", lambda self, *args: calls.append(args) or "")
+    monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: {u: ("active", "enabled") for u in units})
+    cert = tmp_path / "site-cert.pem"
+    cert.write_text("CERT\n")
+    defaults = tmp_path / "default-prometheus"
+    defaults.write_text('# Set the command-line arguments\nARGS=""\n')
+    args = {
+        "files": [
+            {
+                "path": str(tmp_path / "web.pem"),
+                "source": str(cert),
+                "group": "prometheus",
+                "mode": "0640",
+                "service": "prometheus",
+                "change": "none",
+            },
+            {
+                "path": str(tmp_path / "rules.yml"),
+                "content": "groups: []\n",
+                "service": "prometheus",
+                "change": "reload",
+            },
+            {
+                "path": str(defaults),
+                "line": 'ARGS="--web.config.file=/w.yml"',
+                "regexp": "^ARGS=",
+                "service": "alertmanager",
+            },
+        ],
+        "start": [{"name": "prometheus", "unit": "prometheus"}, {"name": "alertmanager", "unit": "alertmanager"}],
+    }
+    _, first = run_module(capsys, args)
+    assert (tmp_path / "web.pem").read_text() == "CERT\n"
+    assert stat.S_IMODE((tmp_path / "web.pem").stat().st_mode) == 0o640
+    assert defaults.read_text() == '# Set the command-line arguments\nARGS="--web.config.file=/w.yml"\n'
+    assert first["reloaded_units"] == ["prometheus"] and first["restarted"] == ["alertmanager"]
+    assert ("reload", "--", "prometheus.service") in calls and ("restart", "--", "alertmanager.service") in calls
+    calls.clear()
+    _, second = run_module(capsys, args)
+    assert not second["changed"] and calls == []
+    # Only the certificate changes: nothing restarts or reloads (the daemon reads it by itself).
+    cert.write_text("NEW\n")
+    _, third = run_module(capsys, args)
+    assert third["changed_services"] == ["prometheus"] and third["restarted"] == [] and third["reloaded_units"] == []
+
+
+def test_check_mode_does_not_run_a_validator_its_own_run_would_install(tmp_path, capsys, as_root):
+    item = {
+        "path": str(tmp_path / "t.nft"),
+        "content": "x\n",
+        "service": "firewall",
+        "validate": "/nonexistent/nft -c -f %s",
+    }
+    _, result = run_module(capsys, {"files": [item]}, check=True)
+    assert result["changed"] and not (tmp_path / "t.nft").exists()
+    _, result = run_module(capsys, {"files": [item]})
+    assert result["failed"] and result["msg"] == "%s: its check /nonexistent/nft is not installed on this host" % (
+        tmp_path / "t.nft"
+    )
