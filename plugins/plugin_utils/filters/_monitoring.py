@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_files as files
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_web as web
 
 
@@ -44,6 +45,12 @@ def prometheus_down_targets(plan, active):
     return monitoring.down_targets((plan.get("monitoring") or {}).get("targets") or [], active)
 
 
+@filter_errors
+def monitoring_files(plan, settings):
+    """Every folder, file and unit of the monitoring stage, for one service_units call."""
+    return files.monitoring_files(plan, settings)
+
+
 def grafana_dashboards(window="5m"):
     """{file name: dashboard} for the engines and the router."""
     return monitoring.dashboards(window)
@@ -60,4 +67,5 @@ class Filters:
             "prometheus_web_config": prometheus_web_config,
             "grafana_dashboards": grafana_dashboards,
             "prometheus_down_targets": prometheus_down_targets,
+            "monitoring_files": monitoring_files,
         }

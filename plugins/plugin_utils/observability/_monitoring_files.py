@@ -1,0 +1,143 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Every file of the monitoring stage, for one call of the service_units module.
+
+The targets (one file-based service discovery file per job: Prometheus reads a changed one by
+itself), the alert rules and prometheus.yml (checked by promtool; a change reloads Prometheus),
+the Grafana dashboards, and behind credentials (``install`` mode with a password) the web
+configuration of both daemons, the password Prometheus reaches Alertmanager with, the TLS
+certificate, key and CA copied from where the site put them (readable by the ``prometheus``
+group; both daemons read them again by themselves) and the ``ARGS`` line of each daemon's
+distribution settings file (a change restarts that daemon). The contents are formatted as the
+roles always wrote them (``to_nice_json`` / ``to_nice_yaml``), so a re-run changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.plugins.filter.core import to_nice_json, to_nice_yaml
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_web as web
+
+# Where the web files go (the prometheus user reads them).
+WEB_CERT = "/etc/prometheus/kimi-k3-web.pem"
+WEB_KEY = "/etc/prometheus/kimi-k3-web.key"
+WEB_CA = "/etc/prometheus/kimi-k3-web-ca.pem"
+GROUP = "prometheus"
+PROMETHEUS = "prometheus"
+
+REQUIRED = (
+    "mode",
+    "targets_dir",
+    "dashboards_dir",
+    "rules_file",
+    "config_file",
+    "scrape_interval",
+    "thresholds",
+    "alertmanagers",
+    "services",
+    "web_user",
+    "web_password",
+    "web_config_file",
+    "web_password_file",
+    "web_defaults_files",
+    "web_tls_cert",
+    "web_tls_key",
+    "web_tls_ca",
+)
+
+
+def _yaml(data):
+    return to_nice_yaml(data, indent=2, width=1000)
+
+
+def _json(data):
+    return to_nice_json(data, indent=2) + "\n"
+
+
+def _file(path, content=None, service=PROMETHEUS, change="none", **extra):
+    item = {"path": path, "service": service, "change": change, "mode": "0644"}
+    if content is not None:
+        item["content"] = content
+    item.update(extra)
+    return item
+
+
+def _web_files(s, tls):
+    """The web files and the ARGS lines: (files, the alertmanager client for prometheus.yml)."""
+    web_doc = web.web_config(s["web_user"], s["web_password"], WEB_CERT if tls else None, WEB_KEY if tls else None)
+    client = web.alertmanager_client(
+        s["web_user"], s["web_password_file"], WEB_CA if tls and s["web_tls_ca"] else None, tls=tls
+    )
+    files = []
+    if tls:
+        files.append(_file(WEB_CERT, source=s["web_tls_cert"], group=GROUP))
+        files.append(_file(WEB_KEY, source=s["web_tls_key"], group=GROUP, mode="0640", secret=True))
+        if s["web_tls_ca"]:
+            files.append(_file(WEB_CA, source=s["web_tls_ca"], group=GROUP))
+    files.append(_file(s["web_password_file"], s["web_password"], group=GROUP, mode="0640", secret=True))
+    files.append(
+        _file(
+            s["web_config_file"],
+            _yaml(web_doc),
+            group=GROUP,
+            mode="0640",
+            secret=True,
+            validate="promtool check web-config %s",
+        )
+    )
+    # Both read the web configuration again at every request; the flag itself needs a restart.
+    for defaults in s["web_defaults_files"]:
+        files.append(
+            _file(
+                defaults,
+                service=os.path.basename(defaults),
+                change="restart",
+                line='ARGS="--web.config.file=%s"' % s["web_config_file"],
+                regexp="^ARGS=",
+            )
+        )
+    return files, client
+
+
+def monitoring_files(plan, settings):
+    """``{"directories", "files", "start", "secrets"}`` of the monitoring stage for the service_units
+    module. ``settings``: the role's variables (``REQUIRED``, without their ``monitoring_`` prefix)."""
+    missing = [name for name in REQUIRED if name not in settings]
+    if missing:
+        raise ValueError("monitoring_files needs the settings %s" % ", ".join(missing))
+    s = settings
+    install = s["mode"] == "install"
+    with_web = install and bool(s["web_password"])
+    tls = with_web and bool(s["web_tls_cert"])
+    targets = (plan.get("monitoring") or {}).get("targets") or []
+    files = [
+        _file("%s/%s.json" % (s["targets_dir"], job), _json(groups))
+        for job, groups in monitoring.file_sd(targets, profile=plan.get("profile")).items()
+    ]
+    client, secrets = None, []
+    if with_web:
+        web_files, client = _web_files(s, tls)
+        files += web_files
+        secrets.append(s["web_password"])
+    rules = _file(s["rules_file"], _yaml(monitoring.alert_rules(s["thresholds"] or None)), change="reload")
+    if install:
+        rules["validate"] = "promtool check rules %s"
+    files.append(rules)
+    if install:
+        config = monitoring.prometheus_config(
+            s["targets_dir"], [s["rules_file"]], s["alertmanagers"], s["scrape_interval"], None, client
+        )
+        files.append(_file(s["config_file"], _yaml(config), change="reload", validate="promtool check config %s"))
+    files += [
+        _file("%s/%s" % (s["dashboards_dir"], name), _json(board))
+        for name, board in monitoring.dashboards("5m").items()
+    ]
+    return {
+        "directories": [{"path": s["targets_dir"], "mode": "0755"}, {"path": s["dashboards_dir"], "mode": "0755"}],
+        "files": files,
+        "start": [{"name": unit, "unit": unit} for unit in s["services"]] if install else [],
+        "secrets": secrets,
+    }
