@@ -126,27 +126,9 @@ elapsed:
   type: float
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import (
-    http_status,
-    journal_tail,
-    unit_properties,
-)
-
-
-def _state(props, restarts_before, require_active, url, api_key, ca_path):
-    """failed, stopped or healthy once the unit is one of them; None while it is on its way."""
-    active = props.get("ActiveState", "")
-    if active == "failed" or int(props.get("NRestarts", "0") or 0) > restarts_before:
-        return "failed"
-    if active in ("inactive", "deactivating") and require_active:
-        return "stopped"
-    if active == "active" and (not url or http_status(url, api_key, ca_path) == 200):
-        return "healthy"
-    return None
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import Wait, with_urls
 
 
 def main():
@@ -173,73 +155,16 @@ def main():
         },
         supports_check_mode=True,
     )
-    services = module.params["services"]
-    for svc in services:
-        svc["url"] = svc.get("url") or (svc.get("health") or {}).get("url")
+    services = with_urls(module.params["services"])
     if module.check_mode or not services:
         module.exit_json(changed=False, services=[], elapsed=0.0)
-
-    start = time.monotonic()
-    deadline = start + module.params["timeout"]
-    check_units = module.params["check_units"]
-    baseline = {
-        s["name"]: int(unit_properties(module.run_command, s["unit"]).get("NRestarts", "0") or 0) if check_units else 0
-        for s in services
-    }
-    pending = {s["name"]: s for s in services}
-    api_key, ca_path = module.params["api_key"], module.params["ca_path"]
-    results = {}
-    while pending:
-        for name, svc in list(pending.items()):
-            props = unit_properties(module.run_command, svc["unit"]) if check_units else {"ActiveState": "active"}
-            state = _state(props, baseline[name], module.params["require_active"], svc.get("url"), api_key, ca_path)
-            if state:
-                results[name] = {
-                    "name": name,
-                    "state": state,
-                    "healthy": state == "healthy",
-                    "seconds": round(time.monotonic() - start, 1),
-                }
-                del pending[name]
-        if not pending or time.monotonic() >= deadline:
-            break
-        time.sleep(module.params["delay"])
-    for name in pending:
-        results[name] = {
-            "name": name,
-            "state": "timeout",
-            "healthy": False,
-            "seconds": round(time.monotonic() - start, 1),
-        }
-    bad = []
-    for svc in services:
-        res = results[svc["name"]]
-        if not res["healthy"] and check_units:
-            res["journal"] = journal_tail(module.run_command, svc["unit"], module.params["journal_lines"])
-            bad.append(res)
-    out = [results[s["name"]] for s in services]
-    elapsed = round(time.monotonic() - start, 1)
-    if bad:
-        lines = []
-        for res in bad:
-            svc = next(s for s in services if s["name"] == res["name"])
-            what = {"failed": "has failed", "stopped": "is not running", "timeout": "did not become healthy"}[
-                res["state"]
-            ]
-            lines.append(
-                "service %s (unit %s) %s after %ss%s\n--- journal (last %d lines) ---\n%s"
-                % (
-                    res["name"],
-                    svc["unit"],
-                    what,
-                    res["seconds"],
-                    " (no answer from %s)" % svc["url"] if svc.get("url") else "",
-                    module.params["journal_lines"],
-                    res.get("journal", ""),
-                )
-            )
-        module.fail_json(msg="\n".join(lines), services=out, elapsed=elapsed)
-    module.exit_json(changed=False, services=out, elapsed=elapsed)
+    params = module.params
+    wait = Wait.from_params(module.run_command, params)
+    results, elapsed = wait.poll(services, params["check_units"], params["require_active"])
+    failed = wait.failures(services, results)
+    if failed:
+        module.fail_json(msg=failed, services=results, elapsed=elapsed)
+    module.exit_json(changed=False, services=results, elapsed=elapsed)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,73 @@ options:
     type: list
     elements: str
     default: []
+  requires:
+    description:
+      - Paths that must exist on the host before anything is written (the program the units run, for a
+        host runtime). A missing one fails the module with its message, changing nothing; also in check mode.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The path.
+        type: path
+        required: true
+      msg:
+        description: The failure message when it does not exist (the host, the variable and the fix).
+        type: str
+        required: true
+  wait_for:
+    description:
+      - Services on other hosts that the started ones depend on; their health URLs are polled, all at
+        once, before anything is started (up to O(timeout)). Not polled in check mode.
+    type: list
+    elements: dict
+    default: []
+    suboptions: &health
+      name:
+        description: The service's name in the plan.
+        type: str
+        required: true
+      unit:
+        description: The systemd unit running it.
+        type: str
+        required: true
+      url:
+        description: Its health URL; omitted for services without an HTTP server.
+        type: str
+      health:
+        description: The plan's health entry (a mapping with C(url)), used when C(url) is not given.
+        type: dict
+  wait:
+    description:
+      - This host's services to wait for once the units are started, all at once: each healthy when
+        its unit is active and its health URL answers 200; a unit that fails, stops or restarts after
+        a crash fails the module at once with its journal's tail. Not polled in check mode.
+    type: list
+    elements: dict
+    default: []
+    suboptions: *health
+  api_key:
+    description: A bearer key sent with every health request of O(wait_for) and O(wait). Never logged.
+    type: str
+    default: ""
+  ca_path:
+    description: CA file an https health URL's certificate is checked against; empty uses the system's CAs.
+    type: str
+    default: ""
+  timeout:
+    description: Seconds to wait for O(wait_for), and again for O(wait).
+    type: int
+    default: 900
+  delay:
+    description: Seconds between health polls.
+    type: float
+    default: 2
+  journal_lines:
+    description: Journal lines shown for a service of O(wait) that did not become healthy.
+    type: int
+    default: 60
 author: kimi_k3.serving maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -201,6 +268,11 @@ enabled:
   type: list
   elements: str
   returned: always
+health:
+  description: Per service of O(wait), its name, state (healthy, failed, stopped or timeout), and seconds.
+  type: list
+  elements: dict
+  returned: always
 """
 
 import grp
@@ -211,6 +283,8 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import Wait, with_urls
 
 SECRET_SHOWN = "(secret file: its content is not shown)\n"
 
@@ -473,6 +547,14 @@ def run_starts(module, systemd, changed_files):
     return plan
 
 
+HEALTH = {
+    "name": {"type": "str", "required": True},
+    "unit": {"type": "str", "required": True},
+    "url": {"type": "str"},
+    "health": {"type": "dict"},
+}
+
+
 def _dicts(**options):
     """The argument spec of a list of dicts with these suboptions."""
     return {"type": "list", "elements": "dict", "default": [], "options": options}
@@ -509,10 +591,24 @@ def main():
             },
             "restart": {"type": "list", "elements": "str", "default": []},
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
+            "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
+            "wait_for": _dicts(**HEALTH),
+            "wait": _dicts(**HEALTH),
+            "api_key": {"type": "str", "default": "", "no_log": True},
+            "ca_path": {"type": "str", "default": ""},
+            "timeout": {"type": "int", "default": 900},
+            "delay": {"type": "float", "default": 2},
+            "journal_lines": {"type": "int", "default": 60},
         },
         supports_check_mode=True,
     )
     check = module.check_mode
+    missing = [r["msg"] for r in module.params["requires"] if not os.path.exists(r["path"])]
+    if missing:
+        module.fail_json(msg="\n".join(missing))
+    wait = Wait.from_params(module.run_command, module.params)
+    if module.params["wait_for"] and not check:
+        wait.poll(with_urls(module.params["wait_for"]), check_units=False)
     dirs_changed = [d["path"] for d in module.params["directories"] if ensure_directory(d["path"], d["mode"], check)]
     try:
         changed_files, diffs = apply_files(module.params["files"], check, module._diff, validator(module))
@@ -542,6 +638,13 @@ def main():
     }
     if module._diff:
         result["diff"] = diffs
+    services = with_urls(module.params["wait"])
+    result["health"], failed = [], ""
+    if services and not check:
+        result["health"], result["elapsed"] = wait.poll(services)
+        failed = wait.failures(services, result["health"])
+    if failed:
+        module.fail_json(msg=failed, **result)
     module.exit_json(**result)
 
 

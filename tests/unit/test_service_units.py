@@ -12,6 +12,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from conftest import example_names, example_plan, service
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils import service_wait
 from ansible_collections.kimi_k3.serving.plugins.modules import service_units
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
 
@@ -419,3 +420,81 @@ def test_check_mode_does_not_run_a_validator_its_own_run_would_install(tmp_path,
     assert result["failed"] and result["msg"] == "%s: its check /nonexistent/nft is not installed on this host" % (
         tmp_path / "t.nft"
     )
+
+
+def test_a_missing_required_program_fails_with_its_message_and_changes_nothing(tmp_path, capsys, as_root):
+    args = planned(tmp_path)
+    msg = "host k3-a: engine_venv: /opt/vllm/bin/vllm does not exist. Fix: install vLLM"
+    args["requires"] = [{"path": str(tmp_path / "opt" / "vllm" / "bin" / "vllm"), "msg": msg}]
+    for check in (True, False):
+        _, result = run_module(capsys, args, check=check)
+        assert result["failed"] and result["msg"] == msg
+    assert not (tmp_path / "conf").exists()
+    (tmp_path / "vllm").write_text("")
+    args["requires"][0]["path"] = str(tmp_path / "vllm")
+    _, result = run_module(capsys, args)
+    assert result["changed"] and (tmp_path / "conf" / "engine.yaml").exists()
+
+
+class Units:
+    """``systemctl show`` of units whose ActiveState/NRestarts follow a script, one entry per poll."""
+
+    def __init__(self, script):
+        self.script, self.polls = script, {}
+
+    def __call__(self, argv, check_rc=False):
+        if argv[0] == "journalctl":
+            return 0, "Traceback: the engine crashed\n", ""
+        unit = argv[2]
+        n = self.polls.get(unit, 0)
+        self.polls[unit] = n + 1
+        states = self.script[unit]
+        active, restarts = states[min(n, len(states) - 1)]
+        return 0, "ActiveState=%s\nNRestarts=%d\n" % (active, restarts), ""
+
+
+def test_a_wait_polls_every_service_at_once_until_healthy(monkeypatch):
+    answers = {"http://a/health": [None, 503, 200], "http://b/health": [200]}
+    seen = {u: 0 for u in answers}
+
+    def status(url, key, ca):
+        seen[url] += 1
+        return answers[url][min(seen[url] - 1, len(answers[url]) - 1)]
+
+    monkeypatch.setattr(service_wait, "http_status", status)
+    units = Units({"k3-a": [("activating", 0), ("active", 0)], "k3-b": [("active", 0)], "k3-f": [("active", 0)]})
+    wait = service_wait.Wait(units, timeout=30, delay=0)
+    services = [
+        {"name": "a", "unit": "k3-a", "url": "http://a/health"},
+        {"name": "b", "unit": "k3-b", "url": "http://b/health"},
+        {"name": "f", "unit": "k3-f", "url": None},
+    ]
+    results, _ = wait.poll(services)
+    assert [(r["name"], r["state"]) for r in results] == [("a", "healthy"), ("b", "healthy"), ("f", "healthy")]
+    assert seen == {"http://a/health": 3, "http://b/health": 1}
+    assert wait.failures(services, results) == ""
+
+
+def test_a_unit_that_restarts_after_a_crash_fails_the_wait_with_its_journal(monkeypatch):
+    monkeypatch.setattr(service_wait, "http_status", lambda url, key, ca: None)
+    units = Units({"k3-a": [("active", 2), ("activating", 2), ("activating", 3)], "k3-b": [("inactive", 0)]})
+    wait = service_wait.Wait(units, timeout=30, delay=0, journal_lines=5)
+    services = service_wait.with_urls(
+        [{"name": "a", "unit": "k3-a", "health": {"url": "http://a/health"}}, {"name": "b", "unit": "k3-b"}]
+    )
+    results, _ = wait.poll(services)
+    assert [(r["name"], r["state"]) for r in results] == [("a", "failed"), ("b", "stopped")]
+    msg = wait.failures(services, results)
+    assert "service a (unit k3-a) has failed after" in msg and "(no answer from http://a/health)" in msg
+    assert "service b (unit k3-b) is not running" in msg
+    assert "--- journal (last 5 lines) ---\nTraceback: the engine crashed" in msg
+
+
+def test_services_on_other_hosts_are_only_polled_and_a_timeout_is_not_a_failure(monkeypatch):
+    monkeypatch.setattr(service_wait, "http_status", lambda url, key, ca: None)
+    units = Units({})
+    wait = service_wait.Wait(units, timeout=0, delay=0)
+    services = [{"name": "meta", "unit": "k3-meta", "url": "http://front:8088/health"}]
+    results, _ = wait.poll(services, check_units=False)
+    assert results[0]["state"] == "timeout" and units.polls == {}
+    assert wait.failures(services, results) == ""
