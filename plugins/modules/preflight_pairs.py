@@ -19,7 +19,8 @@ description:
     engines pull the KV cache from the prefill engines' KV ports (C(kv), C(moriio-handshake),
     C(moriio-notify), C(nixl-side-channel)); prefill engines use the MetaService's C(meta) and
     C(config-store) ports.
-  - Meant to run once, on the controller (C(run_once), C(delegate_to=localhost)).
+  - Meant to run once, on the controller (C(run_once), C(delegate_to=localhost)). Its action plugin
+    works it out in the controller's own process; this module does the same where it is run directly.
 options:
   plan:
     description: The plan (C(plan.json) of the plan stage).

@@ -152,6 +152,32 @@ options:
         description: The failure message when it does not exist (the host, the variable and the fix).
         type: str
         required: true
+  programs:
+    description:
+      - Programs the units need (e.g. C(/usr/sbin/nft)). When one is missing, the module changes nothing
+        and returns it in RV(missing_programs); its action plugin then runs the O(install) steps and
+        calls the module again. On a host that has them, the whole job stays one round trip.
+    type: list
+    elements: path
+    default: []
+  install:
+    description:
+      - The steps that install the missing O(programs), each a module and its arguments (e.g.
+        C(ansible.builtin.apt) with the package's name), run by the action plugin on this host in
+        order, only when a program is missing; in check mode they run in check mode. Not read by
+        the module itself.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      module:
+        description: The module's fully qualified name.
+        type: str
+        required: true
+      args:
+        description: Its arguments.
+        type: dict
+        default: {}
   wait_for:
     description:
       - Services on other hosts that the started ones depend on; their health URLs are polled, all at
@@ -226,6 +252,15 @@ EXAMPLES = r"""
     secrets: "{{ files.secrets }}"
   vars:
     files: "{{ services | kimi_k3.serving.service_files(settings, k3_api_key, k3_admin_api_key) }}"
+
+- name: Load the firewall's table, nftables installed first where it is missing
+  kimi_k3.serving.service_units:
+    programs: [/usr/sbin/nft]
+    install:
+      - module: ansible.builtin.package
+        args: {name: nftables, state: present}
+    files:
+      - {path: /etc/kimi-k3/firewall.nft, content: "{{ table }}", service: firewall, validate: /usr/sbin/nft -c -f %s}
 """
 
 RETURN = r"""
@@ -268,6 +303,16 @@ enabled:
   type: list
   elements: str
   returned: always
+missing_programs:
+  description: The O(programs) that are missing on the host (the module then changed nothing).
+  type: list
+  elements: str
+  returned: always
+installed:
+  description: The O(install) steps the action plugin ran (each its module and whether it changed something).
+  type: list
+  elements: dict
+  returned: when a program was missing
 health:
   description: Per service of O(wait), its name, state (healthy, failed, stopped or timeout), and seconds.
   type: list
@@ -592,6 +637,8 @@ def main():
             "restart": {"type": "list", "elements": "str", "default": []},
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
+            "programs": {"type": "list", "elements": "path", "default": []},
+            "install": _dicts(module={"type": "str", "required": True}, args={"type": "dict", "default": {}}),
             "wait_for": _dicts(**HEALTH),
             "wait": _dicts(**HEALTH),
             "api_key": {"type": "str", "default": "", "no_log": True},
@@ -606,6 +653,9 @@ def main():
     missing = [r["msg"] for r in module.params["requires"] if not os.path.exists(r["path"])]
     if missing:
         module.fail_json(msg="\n".join(missing))
+    absent = [path for path in module.params["programs"] if not os.path.exists(path)]
+    if absent:
+        module.exit_json(changed=False, missing_programs=absent)
     wait = Wait.from_params(module.run_command, module.params)
     if module.params["wait_for"] and not check:
         wait.poll(with_urls(module.params["wait_for"]), check_units=False)
@@ -635,6 +685,7 @@ def main():
         "started": begin,
         "restarted": again,
         "reloaded_units": again_read,
+        "missing_programs": [],
     }
     if module._diff:
         result["diff"] = diffs

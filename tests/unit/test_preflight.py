@@ -794,3 +794,15 @@ def test_connection_problems_are_grouped_per_destination():
     assert len(problems) == 2
     assert "10.0.0.1:9000 (prefill http) was answered by p9, not by p0" in problems[0]
     assert "port 36000-36015 (prefill kv) timed out after 5 s (a firewall drops it or there is no route)" in problems[1]
+
+
+def test_the_pairs_action_works_out_the_connections_on_the_controller_and_counts_the_untested():
+    from ansible_collections.kimi_k3.serving.plugins.action import preflight_pairs
+
+    every = preflight_pairs.preflight_pairs(SANDBOX)
+    assert every["pairs"] == preflight_connections.connections(SANDBOX) and every["untested"] == 0
+    assert every["hosts"] == preflight_connections.probes(SANDBOX)
+    limited = preflight_pairs.preflight_pairs(SANDBOX, ["dp1", "prefill"])
+    inside = [p for p in every["pairs"] if {p["src"], p["dst"]} <= {"dp1", "prefill"}]
+    assert limited["untested"] == len(every["pairs"]) - len(inside) > 0
+    assert limited["hosts"] == preflight_connections.probes(SANDBOX, hosts=["dp1", "prefill"])

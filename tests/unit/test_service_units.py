@@ -12,6 +12,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from conftest import example_names, example_plan, service
 
+from ansible_collections.kimi_k3.serving.plugins.action import service_units as service_units_action
 from ansible_collections.kimi_k3.serving.plugins.module_utils import service_wait
 from ansible_collections.kimi_k3.serving.plugins.modules import service_units
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
@@ -498,3 +499,64 @@ def test_services_on_other_hosts_are_only_polled_and_a_timeout_is_not_a_failure(
     results, _ = wait.poll(services, check_units=False)
     assert results[0]["state"] == "timeout" and units.polls == {}
     assert wait.failures(services, results) == ""
+
+
+class Host:
+    """The modules an action runs on a host: service_units finds nft missing until the package module ran."""
+
+    def __init__(self, install_fails=False):
+        self.calls, self.has_nft, self.install_fails = [], False, install_fails
+
+    def __call__(self, module, args):
+        self.calls.append((module, dict(args)))
+        if module == "ansible.builtin.package":
+            if self.install_fails:
+                return {"failed": True, "msg": "No package matching 'nftables' is available"}
+            self.has_nft = True
+            return {"changed": True}
+        if args.get("programs") and not self.has_nft:
+            return {"changed": False, "missing_programs": ["/usr/sbin/nft"]}
+        return {"changed": False, "changed_services": [], "missing_programs": []}
+
+
+INSTALL = [{"module": "ansible.builtin.package", "args": {"name": "nftables", "state": "present"}}]
+
+
+def test_a_host_with_the_programs_gets_one_call_and_no_install():
+    host = Host()
+    host.has_nft = True
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": INSTALL, "files": []}, host)
+    assert not result["changed"] and "installed" not in result
+    assert host.calls == [("kimi_k3.serving.service_units", {"programs": ["/usr/sbin/nft"], "files": []})]
+
+
+def test_a_missing_program_is_installed_then_the_module_runs_again_without_the_check():
+    host = Host()
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": INSTALL, "files": []}, host)
+    assert [c[0] for c in host.calls] == [
+        "kimi_k3.serving.service_units",
+        "ansible.builtin.package",
+        "kimi_k3.serving.service_units",
+    ]
+    assert host.calls[2][1] == {"files": []}
+    assert result["changed"] and result["installed"] == [{"module": "ansible.builtin.package", "changed": True}]
+    assert result["missing_programs"] == ["/usr/sbin/nft"]
+
+
+def test_an_install_that_fails_or_is_missing_fails_naming_the_program():
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": INSTALL}, Host(install_fails=True))
+    assert result["failed"] and result["msg"] == (
+        "installing /usr/sbin/nft with ansible.builtin.package failed: No package matching 'nftables' is available"
+    )
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"]}, Host())
+    assert result["failed"] and result["msg"] == "/usr/sbin/nft missing, and no install step is given"
+    result = service_units_action.apply({"install": [{"args": {}}]}, Host())
+    assert result["failed"] and "install[0] needs module" in result["msg"]
+
+
+def test_the_module_stops_before_anything_when_a_program_is_missing(tmp_path, capsys, as_root):
+    args = dict(planned(tmp_path), programs=[str(tmp_path / "nft")])
+    _, result = run_module(capsys, args)
+    assert not result["changed"] and result["missing_programs"] == [str(tmp_path / "nft")]
+    assert "changed_files" not in result
+    assert not (tmp_path / "conf").exists()
