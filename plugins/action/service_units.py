@@ -60,6 +60,10 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
 
         def execute(module, module_args):
+            if module != MODULE and self._shared_loader_obj.action_loader.has_plugin(
+                module, collection_list=self._task.collections
+            ):
+                return self._run_action(module, module_args, task_vars)
             return self._execute_module(module, module_args=module_args, task_vars=task_vars)
 
         try:
@@ -67,3 +71,19 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result
+
+    def _run_action(self, module, module_args, task_vars):
+        """An install step whose module is an action (ansible.builtin.package picks the host's package
+        manager's module), run as that action would run in a task of its own."""
+        task = self._task.copy()
+        task.action, task.args = module, dict(module_args)
+        action = self._shared_loader_obj.action_loader.get(
+            module,
+            task=task,
+            connection=self._connection,
+            play_context=self._play_context,
+            loader=self._loader,
+            templar=self._templar,
+            shared_loader_obj=self._shared_loader_obj,
+        )
+        return action.run(task_vars=task_vars)
