@@ -202,7 +202,7 @@ options:
         type: dict
   wait:
     description:
-      - This host's services to wait for once the units are started, all at once: each healthy when
+      - This host's services to wait for once the units are started, all at once, each healthy when
         its unit is active and its health URL answers 200; a unit that fails, stops or restarts after
         a crash fails the module at once with its journal's tail. Not polled in check mode.
     type: list
