@@ -1,6 +1,7 @@
 """A host's planned services applied in one step: the files rendered on the controller
 (plugins/plugin_utils/operations/_unit_files.py) and the service_units module that writes them and
-starts the units (plugins/modules/service_units.py)."""
+starts the units (plugins/modules/service_units.py, its module_utils planned_files, unit_starts and
+service_wait, and its action plugin)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ansible.module_utils.testing import patch_module_args
 from conftest import example_names, example_plan, service
 
 from ansible_collections.kimi_k3.serving.plugins.action import service_units as service_units_action
-from ansible_collections.kimi_k3.serving.plugins.module_utils import service_wait
+from ansible_collections.kimi_k3.serving.plugins.module_utils import planned_files, service_wait, unit_starts
 from ansible_collections.kimi_k3.serving.plugins.modules import service_units
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
 
@@ -147,7 +148,7 @@ def test_keys_the_plan_wants_but_the_inventory_lacks_are_refused():
     ],
 )
 def test_start_plan(states, restart, expected):
-    assert service_units.start_plan(["a"], states, restart) == expected
+    assert unit_starts.start_plan(["a"], states, restart) == expected
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,7 @@ def test_start_plan(states, restart, expected):
     ],
 )
 def test_a_unit_whose_reloadable_files_changed_is_reloaded_only_when_it_runs(state, restart, expected):
-    assert service_units.start_plan(["a"], {"a": (state, "enabled")}, restart, {"a"}) == expected
+    assert unit_starts.start_plan(["a"], {"a": (state, "enabled")}, restart, {"a"}) == expected
 
 
 def test_what_a_changed_file_does_to_its_service():
@@ -171,16 +172,16 @@ def test_what_a_changed_file_does_to_its_service():
         {"service": "engine", "change": "reload"},
         {"service": "router"},
     ]
-    assert service_units.service_changes(changed) == ({"engine", "router"}, {"prometheus"})
+    assert unit_starts.service_changes(changed) == ({"engine", "router"}, {"prometheus"})
 
 
 def test_a_line_replaces_the_last_match_or_is_appended():
     text = '# comment\nARGS=""\nOTHER=1\n'
-    assert service_units.with_line(text, 'ARGS="--web.config.file=/w.yml"', "^ARGS=") == (
+    assert planned_files.with_line(text, 'ARGS="--web.config.file=/w.yml"', "^ARGS=") == (
         '# comment\nARGS="--web.config.file=/w.yml"\nOTHER=1\n'
     )
-    assert service_units.with_line("OTHER=1", "ARGS=x", "^ARGS=") == "OTHER=1\nARGS=x\n"
-    assert service_units.with_line(None, "ARGS=x", "^ARGS=") == "ARGS=x\n"
+    assert planned_files.with_line("OTHER=1", "ARGS=x", "^ARGS=") == "OTHER=1\nARGS=x\n"
+    assert planned_files.with_line(None, "ARGS=x", "^ARGS=") == "ARGS=x\n"
 
 
 @pytest.mark.parametrize(
@@ -193,7 +194,7 @@ def test_a_line_replaces_the_last_match_or_is_appended():
 )
 def test_a_file_with_no_or_two_contents_or_a_missing_source_is_refused(item, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        service_units.resolve_content(item)
+        planned_files.resolve_content(item)
 
 
 class FakeModule:
@@ -232,7 +233,7 @@ def as_root(monkeypatch):
     if os.geteuid() != 0:
         monkeypatch.setattr(os, "fchown", lambda *a: None)
         monkeypatch.setattr(os, "chown", lambda *a: None)
-        monkeypatch.setattr(service_units, "file_changes", _ignore_owner(service_units.file_changes))
+        monkeypatch.setattr(planned_files, "file_changes", _ignore_owner(planned_files.file_changes))
 
 
 def _ignore_owner(func):
@@ -352,14 +353,14 @@ def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
     module = Module("")
     active = {"k3-firewall": ("active", "enabled"), "k3-engine": ("active", "enabled")}
     monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: active)
-    assert service_units.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"], [])
+    assert unit_starts.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"], [])
     assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
 
 
 def test_a_source_a_line_a_group_and_what_changes_do_in_one_call(tmp_path, capsys, as_root, monkeypatch):
     """The monitoring stage's kinds of file: a certificate from a host path (group-readable), a line in
     a distribution's settings file, and files that reload, restart or leave their daemon alone."""
-    monkeypatch.setattr(service_units, "group_id", lambda name: 0)
+    monkeypatch.setattr(planned_files, "group_id", lambda name: 0)
     calls = []
     monkeypatch.setattr(service_units.Systemd, "__init__", lambda self, module: setattr(self, "module", module))
     monkeypatch.setattr(service_units.Systemd, "run", lambda self, *args: calls.append(args) or "")

@@ -65,22 +65,24 @@ def _file(path, content=None, service=PROMETHEUS, change="none", **extra):
     return item
 
 
-def _web_files(s, tls):
+def _web_files(conf, tls):
     """The web files and the ARGS lines: (files, the alertmanager client for prometheus.yml)."""
-    web_doc = web.web_config(s["web_user"], s["web_password"], WEB_CERT if tls else None, WEB_KEY if tls else None)
+    web_doc = web.web_config(
+        conf["web_user"], conf["web_password"], WEB_CERT if tls else None, WEB_KEY if tls else None
+    )
     client = web.alertmanager_client(
-        s["web_user"], s["web_password_file"], WEB_CA if tls and s["web_tls_ca"] else None, tls=tls
+        conf["web_user"], conf["web_password_file"], WEB_CA if tls and conf["web_tls_ca"] else None, tls=tls
     )
     files = []
     if tls:
-        files.append(_file(WEB_CERT, source=s["web_tls_cert"], group=GROUP))
-        files.append(_file(WEB_KEY, source=s["web_tls_key"], group=GROUP, mode="0640", secret=True))
-        if s["web_tls_ca"]:
-            files.append(_file(WEB_CA, source=s["web_tls_ca"], group=GROUP))
-    files.append(_file(s["web_password_file"], s["web_password"], group=GROUP, mode="0640", secret=True))
+        files.append(_file(WEB_CERT, source=conf["web_tls_cert"], group=GROUP))
+        files.append(_file(WEB_KEY, source=conf["web_tls_key"], group=GROUP, mode="0640", secret=True))
+        if conf["web_tls_ca"]:
+            files.append(_file(WEB_CA, source=conf["web_tls_ca"], group=GROUP))
+    files.append(_file(conf["web_password_file"], conf["web_password"], group=GROUP, mode="0640", secret=True))
     files.append(
         _file(
-            s["web_config_file"],
+            conf["web_config_file"],
             _yaml(web_doc),
             group=GROUP,
             mode="0640",
@@ -89,13 +91,13 @@ def _web_files(s, tls):
         )
     )
     # Both read the web configuration again at every request; the flag itself needs a restart.
-    for defaults in s["web_defaults_files"]:
+    for defaults in conf["web_defaults_files"]:
         files.append(
             _file(
                 defaults,
                 service=os.path.basename(defaults),
                 change="restart",
-                line='ARGS="--web.config.file=%s"' % s["web_config_file"],
+                line='ARGS="--web.config.file=%s"' % conf["web_config_file"],
                 regexp="^ARGS=",
             )
         )
@@ -108,36 +110,39 @@ def monitoring_files(plan, settings):
     missing = [name for name in REQUIRED if name not in settings]
     if missing:
         raise ValueError("monitoring_files needs the settings %s" % ", ".join(missing))
-    s = settings
-    install = s["mode"] == "install"
-    with_web = install and bool(s["web_password"])
-    tls = with_web and bool(s["web_tls_cert"])
+    conf = settings
+    install = conf["mode"] == "install"
+    with_web = install and bool(conf["web_password"])
+    tls = with_web and bool(conf["web_tls_cert"])
     targets = (plan.get("monitoring") or {}).get("targets") or []
     files = [
-        _file("%s/%s.json" % (s["targets_dir"], job), _json(groups))
+        _file("%s/%s.json" % (conf["targets_dir"], job), _json(groups))
         for job, groups in monitoring.file_sd(targets, profile=plan.get("profile")).items()
     ]
     client, secrets = None, []
     if with_web:
-        web_files, client = _web_files(s, tls)
+        web_files, client = _web_files(conf, tls)
         files += web_files
-        secrets.append(s["web_password"])
-    rules = _file(s["rules_file"], _yaml(monitoring.alert_rules(s["thresholds"] or None)), change="reload")
+        secrets.append(conf["web_password"])
+    rules = _file(conf["rules_file"], _yaml(monitoring.alert_rules(conf["thresholds"] or None)), change="reload")
     if install:
         rules["validate"] = "promtool check rules %s"
     files.append(rules)
     if install:
         config = monitoring.prometheus_config(
-            s["targets_dir"], [s["rules_file"]], s["alertmanagers"], s["scrape_interval"], None, client
+            conf["targets_dir"], [conf["rules_file"]], conf["alertmanagers"], conf["scrape_interval"], None, client
         )
-        files.append(_file(s["config_file"], _yaml(config), change="reload", validate="promtool check config %s"))
+        files.append(_file(conf["config_file"], _yaml(config), change="reload", validate="promtool check config %s"))
     files += [
-        _file("%s/%s" % (s["dashboards_dir"], name), _json(board))
+        _file("%s/%s" % (conf["dashboards_dir"], name), _json(board))
         for name, board in monitoring.dashboards("5m").items()
     ]
     return {
-        "directories": [{"path": s["targets_dir"], "mode": "0755"}, {"path": s["dashboards_dir"], "mode": "0755"}],
+        "directories": [
+            {"path": conf["targets_dir"], "mode": "0755"},
+            {"path": conf["dashboards_dir"], "mode": "0755"},
+        ],
         "files": files,
-        "start": [{"name": unit, "unit": unit} for unit in s["services"]] if install else [],
+        "start": [{"name": unit, "unit": unit} for unit in conf["services"]] if install else [],
         "secrets": secrets,
     }

@@ -1,0 +1,93 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Starting a host's planned units: which to enable, start, restart or reload, in one systemctl call
+per kind of action. Used by the service_units module (``module`` is its AnsibleModule).
+"""
+
+from __future__ import annotations
+
+
+class Systemd:
+    """The systemctl calls the module makes (one per kind of action, every unit at once)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.systemctl = module.get_bin_path("systemctl", required=True)
+
+    def run(self, *args):
+        rc, out, err = self.module.run_command([self.systemctl] + list(args))
+        if rc != 0:
+            self.module.fail_json(msg="systemctl %s failed (rc=%s): %s" % (" ".join(args), rc, (err or out).strip()))
+        return out
+
+    def states(self, units):
+        """``{unit: (ActiveState, UnitFileState)}`` of ``units``, read in one call."""
+        names = [u + ".service" for u in units]
+        out = self.run("show", "--property=Id,ActiveState,UnitFileState", "--", *names)
+        states, current = {}, {}
+        for line in (out or "").splitlines() + [""]:
+            if not line.strip():
+                if current.get("Id"):
+                    states[current["Id"][: -len(".service")]] = (
+                        current.get("ActiveState", ""),
+                        current.get("UnitFileState", ""),
+                    )
+                current = {}
+                continue
+            key, value = line.split("=", 1) if "=" in line else (line, "")
+            current[key] = value
+        return states
+
+
+RUNNING = ("active", "activating", "reloading")
+
+
+def start_plan(units, states, restart, reload=()):
+    """Which units to enable, start, restart and reload: ``(enable, start, restart, reload)`` lists.
+
+    ``restart``: the units to restart (a file of theirs changed, asked for, or their probe failed);
+    ``reload``: those to reload when they run (only files they read again on a reload changed)."""
+    enable, start, again, again_read = [], [], [], []
+    for unit in units:
+        active, file_state = states.get(unit, ("", ""))
+        if file_state != "enabled":
+            enable.append(unit)
+        if unit in restart:
+            again.append(unit)
+        elif active not in RUNNING:
+            start.append(unit)
+        elif unit in reload:
+            again_read.append(unit)
+    return enable, start, again, again_read
+
+
+def service_changes(changed_files):
+    """``(restart, reload)``: the services with a changed file that restarts them, and those with only
+    files that reload them."""
+    restart = {f["service"] for f in changed_files if f.get("change", "restart") in (None, "restart")}
+    reload = {f["service"] for f in changed_files if f.get("change") == "reload"} - restart
+    return restart, reload
+
+
+def run_starts(module, systemd, changed_files):
+    """Enable, start, restart and reload the units of the selected phases; returns the four lists."""
+    selected = [item for item in module.params["start"] if item["phase"] in module.params["phases"]]
+    if not selected:
+        return [], [], [], []
+    wanted = [item["unit"] for item in selected]
+    to_restart, to_reload = service_changes(changed_files)
+    to_restart |= set(module.params["restart"])
+    restart = {item["unit"] for item in selected if item["name"] in to_restart}
+    reload = {item["unit"] for item in selected if item["name"] in to_reload}
+    for item in selected:
+        if item.get("probe") and item["unit"] not in restart:
+            if module.run_command(item["probe"])[0] != 0:
+                restart.add(item["unit"])
+    # systemctl show answers for a unit that is not written yet too (in check mode): inactive, no file state.
+    plan = start_plan(wanted, systemd.states(wanted), restart, reload)
+    if not module.check_mode:
+        enable, begin, again, again_read = plan
+        for verb, units in (("enable", enable), ("start", begin), ("restart", again), ("reload", again_read)):
+            if units:
+                systemd.run(verb, "--", *[u + ".service" for u in units])
+    return plan
