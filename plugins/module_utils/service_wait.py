@@ -16,6 +16,21 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe impo
     unit_properties,
 )
 
+# The argument spec of one service to wait for (a module's list of them), and of how to wait.
+SERVICE_OPTIONS = {
+    "name": {"type": "str", "required": True},
+    "unit": {"type": "str", "required": True},
+    "url": {"type": "str"},
+    "health": {"type": "dict"},
+}
+WAIT_OPTIONS = {
+    "api_key": {"type": "str", "default": "", "no_log": True},
+    "ca_path": {"type": "str", "default": ""},
+    "timeout": {"type": "int", "default": 900},
+    "delay": {"type": "float", "default": 2},
+    "journal_lines": {"type": "int", "default": 60},
+}
+
 WHAT = {"failed": "has failed", "stopped": "is not running", "timeout": "did not become healthy"}
 
 

@@ -37,30 +37,6 @@ options:
       health:
         description: The plan's health entry (a mapping with C(url)), used when O(services[].url) is not given.
         type: dict
-  api_key:
-    description:
-      - A bearer key sent with every health request (C(Authorization) header), for front services whose
-        health route needs one (vllm-router with inbound keys). Never logged.
-      - Empty sends none.
-    type: str
-    default: ""
-  ca_path:
-    description:
-      - CA file an https health URL's certificate is checked against (k3_tls_ca); empty uses the system's CAs.
-    type: str
-    default: ""
-  timeout:
-    description: Seconds to wait for all services.
-    type: int
-    default: 900
-  delay:
-    description: Seconds between polls.
-    type: float
-    default: 2
-  journal_lines:
-    description: Journal lines returned for a failed service.
-    type: int
-    default: 60
   require_active:
     description: Also fail when a unit is not active (a stopped service, as opposed to one still starting).
     type: bool
@@ -84,6 +60,8 @@ attributes:
   idempotent:
     support: full
     description: Only reads; never changes anything.
+extends_documentation_fragment:
+  - kimi_k3.serving.health_wait
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -128,7 +106,12 @@ elapsed:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import Wait, with_urls
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import (
+    SERVICE_OPTIONS,
+    WAIT_OPTIONS,
+    Wait,
+    with_urls,
+)
 
 
 def main():
@@ -138,18 +121,9 @@ def main():
                 "type": "list",
                 "elements": "dict",
                 "required": True,
-                "options": {
-                    "name": {"type": "str", "required": True},
-                    "unit": {"type": "str", "required": True},
-                    "url": {"type": "str"},
-                    "health": {"type": "dict"},
-                },
+                "options": SERVICE_OPTIONS,
             },
-            "api_key": {"type": "str", "default": "", "no_log": True},
-            "ca_path": {"type": "str", "default": ""},
-            "timeout": {"type": "int", "default": 900},
-            "delay": {"type": "float", "default": 2},
-            "journal_lines": {"type": "int", "default": 60},
+            **WAIT_OPTIONS,
             "require_active": {"type": "bool", "default": True},
             "check_units": {"type": "bool", "default": True},
         },

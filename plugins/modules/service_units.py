@@ -204,31 +204,13 @@ options:
     description:
       - This host's services to wait for once the units are started, all at once, each healthy when
         its unit is active and its health URL answers 200; a unit that fails, stops or restarts after
-        a crash fails the module at once with its journal's tail. Not polled in check mode.
+        a crash fails the module at once with its journal's tail (up to O(timeout) again). Not polled in check mode.
     type: list
     elements: dict
     default: []
     suboptions: *health
-  api_key:
-    description: A bearer key sent with every health request of O(wait_for) and O(wait). Never logged.
-    type: str
-    default: ""
-  ca_path:
-    description: CA file an https health URL's certificate is checked against; empty uses the system's CAs.
-    type: str
-    default: ""
-  timeout:
-    description: Seconds to wait for O(wait_for), and again for O(wait).
-    type: int
-    default: 900
-  delay:
-    description: Seconds between health polls.
-    type: float
-    default: 2
-  journal_lines:
-    description: Journal lines shown for a service of O(wait) that did not become healthy.
-    type: int
-    default: 60
+extends_documentation_fragment:
+  - kimi_k3.serving.health_wait
 author: kimi_k3.serving maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -326,23 +308,17 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import (
-    SECRET_SHOWN,
     apply_files,
     ensure_directory,
     validator,
 )
-from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import Wait, with_urls
+from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import (
+    SERVICE_OPTIONS,
+    WAIT_OPTIONS,
+    Wait,
+    with_urls,
+)
 from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, run_starts
-
-__all__ = ["SECRET_SHOWN", "Systemd"]
-
-
-HEALTH = {
-    "name": {"type": "str", "required": True},
-    "unit": {"type": "str", "required": True},
-    "url": {"type": "str"},
-    "health": {"type": "dict"},
-}
 
 
 def _dicts(**options):
@@ -384,13 +360,9 @@ def main():
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
             "install": _dicts(module={"type": "str", "required": True}, args={"type": "dict", "default": {}}),
-            "wait_for": _dicts(**HEALTH),
-            "wait": _dicts(**HEALTH),
-            "api_key": {"type": "str", "default": "", "no_log": True},
-            "ca_path": {"type": "str", "default": ""},
-            "timeout": {"type": "int", "default": 900},
-            "delay": {"type": "float", "default": 2},
-            "journal_lines": {"type": "int", "default": 60},
+            "wait_for": _dicts(**SERVICE_OPTIONS),
+            "wait": _dicts(**SERVICE_OPTIONS),
+            **WAIT_OPTIONS,
         },
         supports_check_mode=True,
     )

@@ -220,7 +220,7 @@ def test_unit_states_are_read_in_one_call():
         "Id=k3-b.service\nActiveState=inactive\nUnitFileState=\n"
     )
     module = FakeModule(out)
-    states = service_units.Systemd(module).states(["k3-a", "k3-b"])
+    states = unit_starts.Systemd(module).states(["k3-a", "k3-b"])
     assert states == {"k3-a": ("active", "enabled"), "k3-b": ("inactive", "")}
     assert module.calls == [
         ["/bin/systemctl", "show", "--property=Id,ActiveState,UnitFileState", "--", "k3-a.service", "k3-b.service"]
@@ -301,7 +301,7 @@ def test_module_in_check_mode_reports_a_diff_per_file_without_showing_a_key(tmp_
     diffs = {d["before_header"].rsplit("/", 1)[1]: d for d in result["diff"]}
     assert diffs["engine.yaml (content)"]["before"] == "port: 9000\n"
     assert diffs["engine.yaml (content)"]["after"] == "port: 8000\n"
-    assert diffs["engine.env (content)"]["after"] == service_units.SECRET_SHOWN
+    assert diffs["engine.env (content)"]["after"] == planned_files.SECRET_SHOWN
     assert KEY not in raw
     # Nothing was written in check mode.
     assert (tmp_path / "conf" / "engine.yaml").read_text() == "port: 9000\n"
@@ -352,8 +352,8 @@ def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
 
     module = Module("")
     active = {"k3-firewall": ("active", "enabled"), "k3-engine": ("active", "enabled")}
-    monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: active)
-    assert unit_starts.run_starts(module, service_units.Systemd(module), []) == ([], [], ["k3-firewall"], [])
+    monkeypatch.setattr(unit_starts.Systemd, "states", lambda self, units: active)
+    assert unit_starts.run_starts(module, unit_starts.Systemd(module), []) == ([], [], ["k3-firewall"], [])
     assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
 
 
@@ -362,9 +362,9 @@ def test_a_source_a_line_a_group_and_what_changes_do_in_one_call(tmp_path, capsy
     a distribution's settings file, and files that reload, restart or leave their daemon alone."""
     monkeypatch.setattr(planned_files, "group_id", lambda name: 0)
     calls = []
-    monkeypatch.setattr(service_units.Systemd, "__init__", lambda self, module: setattr(self, "module", module))
-    monkeypatch.setattr(service_units.Systemd, "run", lambda self, *args: calls.append(args) or "")
-    monkeypatch.setattr(service_units.Systemd, "states", lambda self, units: {u: ("active", "enabled") for u in units})
+    monkeypatch.setattr(unit_starts.Systemd, "__init__", lambda self, module: setattr(self, "module", module))
+    monkeypatch.setattr(unit_starts.Systemd, "run", lambda self, *args: calls.append(args) or "")
+    monkeypatch.setattr(unit_starts.Systemd, "states", lambda self, units: {u: ("active", "enabled") for u in units})
     cert = tmp_path / "site-cert.pem"
     cert.write_text("CERT\n")
     defaults = tmp_path / "default-prometheus"
