@@ -27,7 +27,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sandbox-setup sandbox-packages test-setup test-packages test-data test-tables test-hosts test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages test-setup test-packages test-data test-tables test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -145,25 +145,30 @@ sanity: venv
 	shellcheck tools/*.sh .ci/run
 	tools/ansible_test.sh
 
-# Everything, in three steps, each as wide as the machine allows (make -O prints a set-up step's
-# output whole, when it ends):
+# Everything, in two steps, each as wide as the machine allows (make -O prints a step's output
+# whole, when it ends, with the time it started):
 #   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
 #      time), the tiny model and the test hosts' packages; lint and sanity;
-#   2. the table-driven suites (no test host) beside the suites on test hosts (one host set at a
-#      time, in order: test-hosts);
-#   3. the day-two operations under load on the HA sandbox, alone: they count failed requests.
-# The table-driven suites: planner, golden, contract, playbook and artifact tests. On test hosts:
-# the prerequisites (molecule nvidia scenario, and the refusal and --check tests, on test hosts
-# with packaged test doubles); the fault and --limit tests on a deployed cluster; host preflight
-# (a wrong NIC, a taken port, a blocked connection, a proxy variable); security (API keys: 401
-# without one, 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin
-# endpoints); monitoring with the real Prometheus; the AWX job templates through ansible-runner;
-# then the day-two operations (restart, upgrade, a failed group, remove and scale) under load with
-# no failed request.
+#   2. four lanes side by side, each on a host set of its own network (tools/sandbox.sh: bridge
+#      k3sbN, 10.77.N.0/24), so none waits for another's hosts:
+#      - test-tables: the table-driven suites (no test host): planner, golden, contract, playbook
+#        and artifact tests;
+#      - test-hosts (network 0): the plan's Molecule scenario, the test hosts themselves, then one
+#        deployment (with API keys) shared by the fault and --limit tests, host preflight (a wrong
+#        NIC, a taken port, a blocked connection, a proxy variable), security (401 without a key,
+#        200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin
+#        endpoints), monitoring with the real Prometheus and the AWX job templates through
+#        ansible-runner;
+#      - test-prereqs (network 2): the prerequisites (Molecule's nvidia scenario, the refusal and
+#        --check tests) on test hosts with packaged test doubles;
+#      - test-ha-suite (network 1): the day-two operations (restart, upgrade, a failed group, remove
+#        and scale) on the HA sandbox under load, with no failed request.
 test:
+	@echo "make test: started at $$(date -u +%T)"
 	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
-	$(MAKE) --no-print-directory -j2 test-tables test-hosts
-	$(MAKE) --no-print-directory test-ha-suite
+	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
+	$(MAKE) --no-print-directory -j4 -O test-tables test-hosts test-prereqs test-ha-suite
+	@echo "make test: ended at $$(date -u +%T)"
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data
 
@@ -188,26 +193,32 @@ test-data: venv-vllm
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
 # builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
-# Its output goes to .cache/test-tables.log, printed whole when it ends: the host suites beside it
-# print theirs as they go.
+# Its output also goes to .cache/test-tables.log.
 test-tables:
+	@echo "$@: started at $$(date -u +%T)"
 	mkdir -p .cache
 	status=0; $(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration \
 	  tests/collection $(PYTEST_ARGS) >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
-# The suites on test hosts, one host set at a time. Molecule's scenarios are in extensions/molecule
-# (their shared settings in its config.yml), found from the collection root; its default scenario
-# plans the sandbox with playbooks/plan.yml, on no host.
+# The suites on the default sandbox's network, one host set at a time. Molecule's scenarios are in
+# extensions/molecule (their shared settings in its config.yml), found from the collection root;
+# its default scenario plans the sandbox with playbooks/plan.yml, on no host.
 test-hosts:
+	@echo "$@: started at $$(date -u +%T)"
 	$(BIN)/molecule test -s default
 	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
-	$(BIN)/molecule test -s nvidia
-	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 	# One host set and one deployment (with API keys) for both: tests/helpers/cluster_sandbox.py.
 	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
 
-# The day-two operations under load on the HA sandbox (its own host set, replacing the one above).
+# The prerequisites roles on test hosts with packaged test doubles (network 10.77.2.0/24).
+test-prereqs:
+	@echo "$@: started at $$(date -u +%T)"
+	$(BIN)/molecule test -s nvidia
+	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
+
+# The day-two operations under load on the HA sandbox (its own host set, on network 10.77.1.0/24).
 test-ha-suite:
+	@echo "$@: started at $$(date -u +%T)"
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox alone (715 s on an idle machine, 2026-12-03).

@@ -2,6 +2,9 @@
 # A real multi-host test cluster on this one machine: the hosts of tools/sandbox-hosts.txt,
 # each a network namespace + an overlayfs root over a cached Debian base + real systemd
 # (systemd-nspawn -b) + sshd, on a private bridge k3sb0 (10.77.0.1/24) without a route out.
+# A hosts file whose addresses are in 10.77.N.0/24 (N 1-3) makes a host set of its own beside it:
+# bridge k3sbN (10.77.N.1), its own state folders and shared folder; host names differ between
+# sets. Up to four sets run at once (the test suites run side by side on them).
 #
 #   tools/sandbox.sh up             build the hosts (and the cached base once), wait until each
 #                                   answers ssh with systemd running, write inventories/sandbox/hosts.yml
@@ -34,10 +37,8 @@ set -euo pipefail
 # Physical path: venvs record the real path of the folder they were made in (getcwd resolves links).
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 HOSTS_FILE=${K3SB_HOSTS_FILE:-$REPO/tools/sandbox-hosts.txt}
-BRIDGE=k3sb0
-BRIDGE_IP=10.77.0.1
-SUBNET=10.77.0.0/24
-VETH_PREFIX=k3sbv # + last octet of the host's address
+# The host set's network (10.77.NET.0/24), from its hosts file's addresses: see set_network.
+NET=0
 CACHE_DIR=/var/cache/k3-sandbox
 BASE=$CACHE_DIR/bookworm-minbase
 BASE_STAMP=$CACHE_DIR/bookworm-minbase.ready
@@ -51,12 +52,9 @@ BASE_PACKAGES+=,python3-debian,rsync
 BASE_PACKAGES+=,nftables
 # The stamp's first line: a base built from another recipe is rebuilt.
 BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
-STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
-RUN_DIR=/run/k3-sandbox       # per host: nspawn PID file and console log
 SANDBOX_CACHE=$REPO/.cache/sandbox
 KEY=$SANDBOX_CACHE/id_ed25519
 MODELS=$SANDBOX_CACHE/models
-SHARED=$SANDBOX_CACHE/shared
 SHARED_MOUNT=/srv/k3-shared
 INVENTORY=${K3SB_INVENTORY:-$REPO/inventories/sandbox/hosts.yml}
 # One known_hosts file per inventory: host sets made from other hosts files reuse the addresses.
@@ -74,6 +72,9 @@ RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" /root/.p
 # already on the hosts", as a site's own certificate tooling would leave them.
 TLS_DIR=$SANDBOX_CACHE/tls
 RO_BINDS+=("$TLS_DIR")
+# One certificate for the front door of every host set that can run (so a set coming up never
+# changes the files another set's hosts serve).
+TLS_SUBNETS=(10.77.0.0/24 10.77.1.0/24 10.77.2.0/24 10.77.3.0/24)
 # More read-only folders for every host, at the same path (e.g. a test package repository).
 read -r -a EXTRA_BINDS <<<"${K3SB_EXTRA_BINDS:-}"
 # The hosts have no route out: their distribution's mirror is a local one, when there is one.
@@ -107,9 +108,11 @@ read_hosts() {
     [[ -z ${name:-} || $name == \#* ]] && continue
     [[ -z ${extra:-} && -n ${groups:-} ]] || die "$HOSTS_FILE:$n: expected 'name ip group[,group...]'"
     [[ $name =~ ^[a-z0-9][a-z0-9-]{0,31}$ ]] || die "$HOSTS_FILE:$n: bad host name '$name'"
-    if ! [[ $ip =~ ^10\.77\.0\.([0-9]{1,3})$ ]] || ((10#${BASH_REMATCH[1]} < 2 || 10#${BASH_REMATCH[1]} > 254)); then
-      die "$HOSTS_FILE:$n: address '$ip' is not in 10.77.0.2-254"
+    if ! [[ $ip =~ ^10\.77\.([0-3])\.([0-9]{1,3})$ ]] || ((10#${BASH_REMATCH[2]} < 2 || 10#${BASH_REMATCH[2]} > 254)); then
+      die "$HOSTS_FILE:$n: address '$ip' is not in 10.77.N.2-254 (N 0-3)"
     fi
+    ((${#NAMES[@]} == 0)) && NET=${BASH_REMATCH[1]}
+    ((BASH_REMATCH[1] == NET)) || die "$HOSTS_FILE:$n: address '$ip' is not in 10.77.$NET.0/24 (one network a file)"
     [[ -z ${IP[$name]:-} ]] || die "$HOSTS_FILE:$n: host '$name' listed twice"
     [[ -z ${seen_ip[$ip]:-} ]] || die "$HOSTS_FILE:$n: address $ip used twice"
     for g in ${groups//,/ }; do
@@ -122,13 +125,33 @@ read_hosts() {
     seen_ip[$ip]=1
   done <"$HOSTS_FILE"
   ((${#NAMES[@]})) || die "$HOSTS_FILE lists no host"
+  set_network
+}
+
+# The host set's bridge, links, MAC addresses and folders, from its network 10.77.NET.0/24. Network
+# 0 keeps the names it has always had (k3sb0, k3sbv<octet>, /var/lib/k3-sandbox, /run/k3-sandbox).
+set_network() {
+  BRIDGE=k3sb$NET
+  BRIDGE_IP=10.77.$NET.1
+  SUBNET=10.77.$NET.0/24
+  if ((NET == 0)); then
+    VETH_PREFIX=k3sbv # + last octet of the host's address
+    STATE_DIR=/var/lib/k3-sandbox # per host: overlay upper, work and the mounted root
+    RUN_DIR=/run/k3-sandbox       # per host: nspawn PID file and console log
+    SHARED=$SANDBOX_CACHE/shared
+  else
+    VETH_PREFIX=k3sb${NET}v
+    STATE_DIR=/var/lib/k3-sandbox-$NET
+    RUN_DIR=/run/k3-sandbox-$NET
+    SHARED=$SANDBOX_CACHE/shared-$NET
+  fi
+  BRIDGE_MAC=$(printf '02:6b:%02x:ff:00:01' $((0x33 + NET)))
 }
 
 veth_of() { echo "$VETH_PREFIX${1##*.}"; } # $1 = address
 # Fixed MAC addresses (locally administered, from the last octet): a host made anew keeps its
 # MAC, so neighbour caches of the controller and of the other hosts stay right.
-mac_of() { printf '02:6b:33:%02x:00:%02x' "$2" "${1##*.}"; } # $1 = address, $2 = 0 inside, 1 host side
-BRIDGE_MAC=02:6b:33:ff:00:01
+mac_of() { printf '02:6b:%02x:%02x:00:%02x' $((0x33 + NET)) "$2" "${1##*.}"; } # $1 = address, $2 = 0 inside, 1 host side
 
 # --- controller prerequisites -----------------------------------------------------------------
 ensure_tools() {
@@ -455,7 +478,7 @@ cmd_up() {
   ensure_tools
   build_base
   ensure_key
-  "$REPO/.venv/ansible/bin/python" "$REPO/tools/sandbox_tls.py" "$TLS_DIR" "$SUBNET" | while read -r line; do log "$line"; done
+  "$REPO/.venv/ansible/bin/python" "$REPO/tools/sandbox_tls.py" "$TLS_DIR" "${TLS_SUBNETS[@]}" | while read -r line; do log "$line"; done
   ensure_bridge
   modprobe overlay 2>/dev/null || true
   # Every host's systemd takes inotify instances of the machine's shared limit (128 by default):

@@ -2,14 +2,14 @@
 # Apache License 2.0
 """The sandbox's TLS: a CA of its own and the front door's certificate, made once and kept.
 
-    .venv/ansible/bin/python tools/sandbox_tls.py DIR SUBNET
+    .venv/ansible/bin/python tools/sandbox_tls.py DIR SUBNET [SUBNET...]
 
-Writes DIR/ca.pem, DIR/front-door.pem (valid for every host address of SUBNET, so one certificate
-serves the front door of any sandbox host set) and their keys DIR/ca.key and DIR/front-door.key
-(0600, the folder 0700). A second run keeps what is there while it is valid for another 30 days and
-covers SUBNET, so a re-run of site.yml changes nothing. tools/sandbox.sh up runs it and mounts DIR
-read-only into every host at the same path; inventories/sandbox*/group_vars point k3_tls_cert,
-k3_tls_key and k3_tls_ca at it.
+Writes DIR/ca.pem, DIR/front-door.pem (valid for every host address of each SUBNET, so one
+certificate serves the front door of any sandbox host set, on any of their networks) and their keys
+DIR/ca.key and DIR/front-door.key (0600, the folder 0700). A second run keeps what is there while it
+is valid for another 30 days and covers every SUBNET, so a re-run of site.yml changes nothing.
+tools/sandbox.sh up runs it and mounts DIR read-only into every host at the same path;
+inventories/sandbox*/group_vars point k3_tls_cert, k3_tls_key and k3_tls_ca at it.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ def _still_good(folder, addresses):
     )
 
 
-def make(folder, subnet):
-    addresses = list(ipaddress.ip_network(subnet).hosts())
+def make(folder, *subnets):
+    addresses = [a for subnet in subnets for a in ipaddress.ip_network(subnet).hosts()]
     os.makedirs(folder, mode=0o700, exist_ok=True)
     os.chmod(folder, 0o700)
     if _still_good(folder, addresses):
@@ -100,9 +100,9 @@ def make(folder, subnet):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: sandbox_tls.py DIR SUBNET")
-    print("tls: %s %s" % (make(sys.argv[1], sys.argv[2]), sys.argv[1]))
+    if len(sys.argv) < 3:
+        sys.exit("usage: sandbox_tls.py DIR SUBNET [SUBNET...]")
+    print("tls: %s %s" % (make(sys.argv[1], *sys.argv[2:]), sys.argv[1]))
 
 
 if __name__ == "__main__":

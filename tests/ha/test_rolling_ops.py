@@ -23,7 +23,7 @@ import yaml
 from conftest import ROOT, VENV_BIN, ansible_env
 from helpers.ansible_run import ansible_playbook
 from helpers.sandbox_run import claim_hosts, release_hosts, run
-from helpers.secured_sandbox import FRONT_DOOR, SANDBOX_CA, request
+from helpers.secured_sandbox import SANDBOX_CA, request
 from helpers.traffic import Traffic
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._metrics import metric_sum
@@ -36,12 +36,14 @@ HOSTS = {
     "K3SB_INVENTORY": str(INVENTORY / "hosts.yml"),
 }
 ENGINES = {
-    "k3-sb-prefill": "k3-prefill",
-    "k3-sb-prefill2": "k3-prefill",
-    "k3-sb-decode": "k3-decode",
-    "k3-sb-decode2": "k3-decode",
+    "k3-ha-prefill": "k3-prefill",
+    "k3-ha-prefill2": "k3-prefill",
+    "k3-ha-decode": "k3-decode",
+    "k3-ha-decode2": "k3-decode",
 }
-ROUTER = "http://10.77.0.11:8000"  # behind the front door: the admin key only
+# The HA sandbox's own network (10.77.1.0/24, bridge k3sb1): it runs beside the default sandbox's.
+FRONT_DOOR = "https://10.77.1.11:8443"
+ROUTER = "http://10.77.1.11:8000"  # behind the front door: the admin key only
 MODEL = ROOT / ".cache" / "sandbox" / "models" / "tiny-llama"
 
 
@@ -51,6 +53,8 @@ def ha(tmp_path_factory):
     args = subprocess.run(
         ["tools/sandbox_secrets.sh", str(secrets_dir)], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
+    # A plan folder of its own: the other suites run beside this one (make test).
+    args += ["-e", "k3_plan_dir=%s" % tmp_path_factory.mktemp("plan")]
     vault = yaml.safe_load(
         subprocess.run(
             [
@@ -159,7 +163,7 @@ def test_restart_replaces_every_engine_and_fails_no_request(ha):
 def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no_request(ha):
     new = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 30}]}']
     dry = playbook("playbooks/upgrade.yml", *ha["args"], *new, "--check")
-    assert "Replica groups to restart: k3-sb-prefill/prefill" in dry.stdout, dry.stdout[-3000:]
+    assert "Replica groups to restart: k3-ha-prefill/prefill" in dry.stdout, dry.stdout[-3000:]
     assert "would restart (--check)" in dry.stdout
     before = main_pids()
     assert before == main_pids()  # --check restarted nothing
@@ -179,8 +183,8 @@ def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no
 
 
 def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the_others_serve(ha):
-    """k3-sb-prefill2's engine is given a logging configuration that does not exist: it exits at start."""
-    bad = INVENTORY / "host_vars" / "k3-sb-prefill2.yml"
+    """k3-ha-prefill2's engine is given a logging configuration that does not exist: it exits at start."""
+    bad = INVENTORY / "host_vars" / "k3-ha-prefill2.yml"
     bad.parent.mkdir(exist_ok=True)
     bad.write_text("---\nk3_env:\n  VLLM_LOGGING_CONFIG_PATH: /nonexistent/k3-logging.json\n")
     before = main_pids()
@@ -200,18 +204,18 @@ def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the
     assert_no_failed_request(totals)
     text = out.stdout + out.stderr
     (ha["results"] / "broken-upgrade.log").write_text(text)
-    assert "Replica groups to restart: k3-sb-prefill2/prefill" in re.sub(r"\s+", " ", text), text[-3000:]
+    assert "Replica groups to restart: k3-ha-prefill2/prefill" in re.sub(r"\s+", " ", text), text[-3000:]
     # The failed task is the health wait, delegated to the host that did not come back.
     failures = [line for line in text.splitlines() if re.match(r"(fatal|failed): \[", line)]
-    assert any("k3-sb-prefill2" in line for line in failures), failures or text[-3000:]
+    assert any("k3-ha-prefill2" in line for line in failures), failures or text[-3000:]
     assert "Could not load logging config" in text, text[-3000:]  # its journal's tail
     after = main_pids()
-    assert all(after[h] == before[h] for h in ENGINES if h != "k3-sb-prefill2"), (before, after)
-    assert "http://10.77.0.16:8100" not in router_workers(ha)
+    assert all(after[h] == before[h] for h in ENGINES if h != "k3-ha-prefill2"), (before, after)
+    assert "http://10.77.1.16:8100" not in router_workers(ha)
     # The inventory fixed, the next upgrade brings it back.
     healed, totals = under_traffic(ha, "healed", "playbooks/upgrade.yml", *ha["args"], *ha["extra"])
     assert_no_failed_request(totals)
-    assert router_workers(ha)["http://10.77.0.16:8100"]["is_healthy"]
+    assert router_workers(ha)["http://10.77.1.16:8100"]["is_healthy"]
 
 
 def router_workers(ha):
@@ -221,34 +225,34 @@ def router_workers(ha):
 
 
 def without_decode2(tmp_path):
-    """The inventory after the operator took k3-sb-decode2 out of the decode group."""
+    """The inventory after the operator took k3-ha-decode2 out of the decode group."""
     inv = tmp_path / "inventory"
     shutil.copytree(INVENTORY, inv)
     hosts = yaml.safe_load((inv / "hosts.yml").read_text())
-    del hosts["all"]["children"]["decode"]["hosts"]["k3-sb-decode2"]
+    del hosts["all"]["children"]["decode"]["hosts"]["k3-ha-decode2"]
     (inv / "hosts.yml").write_text(yaml.safe_dump(hosts))
     return inv
 
 
 def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(ha, tmp_path):
     extra = ha["extra"]  # what the engines run now
-    decode2 = "http://10.77.0.17:8200"
+    decode2 = "http://10.77.1.17:8200"
     before = main_pids()
-    router_pid = unit_pid("k3-sb-front", "k3-router")
-    refused = playbook("playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-sb-front", check=False)
-    assert refused.returncode != 0 and "k3-sb-front runs no engine of the plan" in refused.stdout, refused.stdout[
+    router_pid = unit_pid("k3-ha-front", "k3-router")
+    refused = playbook("playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-ha-front", check=False)
+    assert refused.returncode != 0 and "k3-ha-front runs no engine of the plan" in refused.stdout, refused.stdout[
         -2000:
     ]
 
     out, totals = under_traffic(
-        ha, "remove", "playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-sb-decode2"
+        ha, "remove", "playbooks/remove_node.yml", *ha["args"], *extra, "-e", "node=k3-ha-decode2"
     )
     assert_no_failed_request(totals)
-    assert "removed k3-sb-decode2 (k3-sb-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
+    assert "removed k3-ha-decode2 (k3-ha-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
     assert decode2 not in router_workers(ha)
     gone = run(
         VENV_BIN / "ansible",
-        "k3-sb-decode2",
+        "k3-ha-decode2",
         "-i",
         INVENTORY,
         "-m",
@@ -257,30 +261,30 @@ def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(h
         "path=/etc/systemd/system/k3-decode.service",
     )
     assert re.search(r'"?exists"?: false', gone.stdout), gone.stdout
-    kept = {h: p for h, p in main_pids().items() if h != "k3-sb-decode2"}
-    assert kept == {h: p for h, p in before.items() if h != "k3-sb-decode2"}
-    assert unit_pid("k3-sb-front", "k3-router") == router_pid
+    kept = {h: p for h, p in main_pids().items() if h != "k3-ha-decode2"}
+    assert kept == {h: p for h, p in before.items() if h != "k3-ha-decode2"}
+    assert unit_pid("k3-ha-front", "k3-router") == router_pid
     # The operator takes it out of the inventory: status is clean on what is left.
     smaller = without_decode2(tmp_path)
     status = ansible_playbook("playbooks/status.yml", *ha["args"], *extra, inventory=smaller)
-    # (k3-sb-front twice: the router and the front door.)
+    # (k3-ha-front twice: the router and the front door.)
     assert sorted(r["HOST"] for r in status_rows(status.stdout)) == [
-        "k3-sb-decode",
-        "k3-sb-front",
-        "k3-sb-front",
-        "k3-sb-prefill",
-        "k3-sb-prefill2",
+        "k3-ha-decode",
+        "k3-ha-front",
+        "k3-ha-front",
+        "k3-ha-prefill",
+        "k3-ha-prefill2",
     ], status.stdout[-3000:]
 
     # Back into the inventory's decode group: scale.yml makes it join, nothing else restarts.
-    out, totals = under_traffic(ha, "scale", "playbooks/scale.yml", *ha["args"], *extra, "-e", "node=k3-sb-decode2")
+    out, totals = under_traffic(ha, "scale", "playbooks/scale.yml", *ha["args"], *extra, "-e", "node=k3-ha-decode2")
     assert_no_failed_request(totals)
-    assert "added k3-sb-decode2 (k3-sb-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
+    assert "added k3-ha-decode2 (k3-ha-decode2/decode)" in re.sub(r"\s+", " ", out.stdout), out.stdout[-3000:]
     workers = router_workers(ha)
     assert workers[decode2]["is_healthy"] and workers[decode2]["worker_type"] == "decode", workers
     after = main_pids()
-    assert after["k3-sb-decode2"] and all(after[h] == kept[h] for h in kept), (kept, after)
-    assert unit_pid("k3-sb-front", "k3-router") == router_pid
+    assert after["k3-ha-decode2"] and all(after[h] == kept[h] for h in kept), (kept, after)
+    assert unit_pid("k3-ha-front", "k3-router") == router_pid
     # The new host serves: requests through the router reach it.
     for _unused in range(8):
         assert (

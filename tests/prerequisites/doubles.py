@@ -36,6 +36,8 @@ class TestHosts:
             "K3SB_EXTRA_BINDS": " ".join(str(p) for p in ([REPO, DEBIAN_DEBS] if debian else [REPO])),
             "K3SB_INVENTORY": str(self.inventory / "hosts.yml"),
         }
+        # A plan folder of its own: the other suites run beside this one (make test).
+        self.plan_dir = ROOT / ".cache" / "test-plans" / inventory
 
     def up(self):
         run(VENV_BIN / "python", HERE / "build_repo.py", REPO)
@@ -74,7 +76,10 @@ class TestHosts:
 
     def site(self, *args, check=True):
         """site.yml's prerequisites stage (the plan runs first, as always)."""
-        return ansible_playbook("site.yml", "--tags", "prerequisites", *args, inventory=self.inventory, check=check)
+        plan = ("-e", "k3_plan_dir=%s" % self.plan_dir)
+        return ansible_playbook(
+            "site.yml", "--tags", "prerequisites", *plan, *args, inventory=self.inventory, check=check
+        )
 
     def shell(self, host, command):
         """stdout of a shell command on a test host (ad-hoc, JSON callback)."""

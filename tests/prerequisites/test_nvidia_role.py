@@ -99,7 +99,7 @@ def test_opted_in_upgrade_installs_pins_holds_reboots_and_sets_up_the_runtime(te
         daemon = json.loads(test_hosts.shell(host, "cat /etc/docker/daemon.json"))
         assert daemon["runtimes"]["nvidia"]["path"] == "nvidia-container-runtime"
         assert test_hosts.shell(host, "systemctl is-active nvidia-imex") == "active"
-        assert test_hosts.shell(host, "cat /etc/nvidia-imex/nodes_config.cfg").split() == ["10.77.0.41", "10.77.0.42"]
+        assert test_hosts.shell(host, "cat /etc/nvidia-imex/nodes_config.cfg").split() == ["10.77.2.41", "10.77.2.42"]
 
 
 def test_second_run_changes_nothing(test_hosts):
