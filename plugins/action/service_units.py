@@ -11,20 +11,45 @@ from ansible.plugins.action import ActionBase
 MODULE = "kimi_k3.serving.service_units"
 
 
+def _module_and_args(step, where):
+    """``(module, args)`` of an install step or its fallback; raises ValueError naming what is wrong."""
+    if not isinstance(step, dict) or not isinstance(step.get("module"), str) or not step["module"]:
+        raise ValueError("%s needs module: a module's fully qualified name" % where)
+    args = step.get("args") or {}
+    if not isinstance(args, dict):
+        raise ValueError("%s (%s): args must be a mapping" % (where, step["module"]))
+    return step["module"], args
+
+
 def install_steps(install):
-    """The ``install`` argument as ``[(module, args)]``; raises ValueError naming what is wrong."""
+    """The ``install`` argument as ``[{module, args, fallback, skip_in_check_mode}]`` (fallback: ``(module,
+    args)`` or None); raises ValueError naming what is wrong."""
     steps = []
     for n, step in enumerate(install or []):
-        if not isinstance(step, dict) or not isinstance(step.get("module"), str) or not step["module"]:
-            raise ValueError("install[%d] needs module: a module's fully qualified name" % n)
-        args = step.get("args") or {}
-        if not isinstance(args, dict):
-            raise ValueError("install[%d] (%s): args must be a mapping" % (n, step["module"]))
-        steps.append((step["module"], args))
+        module, args = _module_and_args(step, "install[%d]" % n)
+        fallback = step.get("fallback")
+        steps.append(
+            {
+                "module": module,
+                "args": args,
+                "fallback": _module_and_args(fallback, "install[%d].fallback" % n) if fallback else None,
+                "skip_in_check_mode": bool(step.get("skip_in_check_mode")),
+            }
+        )
     return steps
 
 
-def apply(args, execute):
+def _run_step(step, execute, check_mode):
+    """One install step (its fallback when it fails): ``(what it reports, the result)``."""
+    if check_mode and step["skip_in_check_mode"]:
+        return {"module": step["module"], "changed": False, "skipped": True}, {}
+    module, done = step["module"], execute(step["module"], step["args"])
+    if done.get("failed") and step["fallback"]:
+        module, done = step["fallback"][0], execute(*step["fallback"])
+    return {"module": module, "changed": bool(done.get("changed"))}, done
+
+
+def apply(args, execute, check_mode=False):
     """The module with ``args``, with the install steps between two calls when a program is missing.
 
     ``execute(module, module_args)`` runs a module on the host and returns its result.
@@ -41,11 +66,11 @@ def apply(args, execute):
     if not steps:
         return dict(first, failed=True, msg="%s missing, and no install step is given" % ", ".join(missing))
     installed = []
-    for module, step_args in steps:
-        done = execute(module, step_args)
-        installed.append({"module": module, "changed": bool(done.get("changed"))})
+    for step in steps:
+        report, done = _run_step(step, execute, check_mode)
+        installed.append(report)
         if done.get("failed"):
-            msg = "installing %s with %s failed: %s" % (", ".join(missing), module, done.get("msg", ""))
+            msg = "installing %s with %s failed: %s" % (", ".join(missing), report["module"], done.get("msg", ""))
             return {"failed": True, "msg": msg, "installed": installed, "missing_programs": missing}
     args.pop("programs", None)
     second = dict(execute(MODULE, args), installed=installed, missing_programs=missing)
@@ -67,7 +92,7 @@ class ActionModule(ActionBase):
             return self._execute_module(module, module_args=module_args, task_vars=task_vars)
 
         try:
-            result.update(apply(self._task.args, execute))
+            result.update(apply(self._task.args, execute, check_mode=bool(self._play_context.check_mode)))
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return result

@@ -178,6 +178,26 @@ options:
         description: Its arguments.
         type: dict
         default: {}
+      fallback:
+        description:
+          - Another module (and its arguments) run when this step fails, e.g. C(ansible.builtin.package)
+            after C(ansible.builtin.apt) with options only apt has, on a host without apt.
+        type: dict
+        suboptions:
+          module:
+            description: The module's fully qualified name.
+            type: str
+            required: true
+          args:
+            description: Its arguments.
+            type: dict
+            default: {}
+      skip_in_check_mode:
+        description:
+          - Not run in check mode, where the earlier steps installed nothing (e.g. disabling the service
+            a package brings, which is not there yet).
+        type: bool
+        default: false
   wait_for:
     description:
       - Services on other hosts that the started ones depend on; their health URLs are polled, all at
@@ -359,7 +379,15 @@ def main():
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
-            "install": _dicts(module={"type": "str", "required": True}, args={"type": "dict", "default": {}}),
+            "install": _dicts(
+                module={"type": "str", "required": True},
+                args={"type": "dict", "default": {}},
+                fallback={
+                    "type": "dict",
+                    "options": {"module": {"type": "str", "required": True}, "args": {"type": "dict", "default": {}}},
+                },
+                skip_in_check_mode={"type": "bool", "default": False},
+            ),
             "wait_for": _dicts(**SERVICE_OPTIONS),
             "wait": _dicts(**SERVICE_OPTIONS),
             **WAIT_OPTIONS,

@@ -555,6 +555,61 @@ def test_an_install_that_fails_or_is_missing_fails_naming_the_program():
     assert result["failed"] and "install[0] needs module" in result["msg"]
 
 
+class AptlessHost(Host):
+    """A host without apt: ansible.builtin.apt fails there, the package module installs."""
+
+    def __call__(self, module, args):
+        if module == "ansible.builtin.apt":
+            self.calls.append((module, dict(args)))
+            return {"failed": True, "msg": "Failed to find required executable apt-get"}
+        return super().__call__(module, args)
+
+
+FRONT_DOOR_INSTALL = [
+    {
+        "module": "ansible.builtin.apt",
+        "args": {"name": "nftables", "policy_rc_d": 101},
+        "fallback": {"module": "ansible.builtin.package", "args": {"name": "nftables"}},
+    },
+    {"module": "ansible.builtin.systemd_service", "args": {"name": "x", "enabled": False}, "skip_in_check_mode": True},
+]
+
+
+def test_a_step_that_fails_runs_its_fallback_and_a_later_step_still_runs():
+    host = AptlessHost()
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": FRONT_DOOR_INSTALL}, host)
+    assert [c[0] for c in host.calls] == [
+        "kimi_k3.serving.service_units",
+        "ansible.builtin.apt",
+        "ansible.builtin.package",
+        "ansible.builtin.systemd_service",
+        "kimi_k3.serving.service_units",
+    ]
+    assert result["installed"] == [
+        {"module": "ansible.builtin.package", "changed": True},
+        {"module": "ansible.builtin.systemd_service", "changed": False},
+    ]
+    assert not result.get("failed") and result["changed"]
+
+
+def test_a_fallback_that_fails_too_fails_naming_it():
+    host = AptlessHost(install_fails=True)
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": FRONT_DOOR_INSTALL}, host)
+    assert result["failed"] and result["msg"].startswith("installing /usr/sbin/nft with ansible.builtin.package failed")
+    assert [c[0] for c in host.calls][-1] == "ansible.builtin.package"
+
+
+def test_in_check_mode_a_step_marked_so_does_not_run():
+    host = AptlessHost()
+    install = [FRONT_DOOR_INSTALL[0]["fallback"], FRONT_DOOR_INSTALL[1]]
+    result = service_units_action.apply({"programs": ["/usr/sbin/nft"], "install": install}, host, check_mode=True)
+    assert "ansible.builtin.systemd_service" not in [c[0] for c in host.calls]
+    assert result["installed"][1] == {"module": "ansible.builtin.systemd_service", "changed": False, "skipped": True}
+    bad = [{"module": "m", "fallback": {"args": {}}}]
+    result = service_units_action.apply({"programs": ["/x"], "install": bad}, host)
+    assert result["failed"] and "install[0].fallback needs module" in result["msg"]
+
+
 def test_the_module_stops_before_anything_when_a_program_is_missing(tmp_path, capsys, as_root):
     args = dict(planned(tmp_path), programs=[str(tmp_path / "nft")])
     _, result = run_module(capsys, args)
