@@ -56,8 +56,9 @@ def _hello(sock, host, left):
     return words
 
 
-def _connect_one(target, host, deadline, clock, sleep):
-    """One connection: retried while refused (the listener may still be starting) until ``deadline``."""
+def _connect_one(target, host, deadline, clock, sleep, held=False):
+    """One connection: retried while refused (the listener may still be starting) until ``deadline``.
+    ``held``: the port is known to be held by a running service, which says nothing first: no wait."""
     last = None
     while True:
         left = deadline - clock()
@@ -70,6 +71,9 @@ def _connect_one(target, host, deadline, clock, sleep):
             continue
         if sock is None:
             return {"ok": False, "error": error}
+        if held:
+            sock.close()
+            return {"ok": True, "answered_by": None}
         words = _hello(sock, host, deadline - clock())
         if words[:1] == [HELLO]:
             return {"ok": True, "answered_by": words[1] if len(words) > 1 else None}
@@ -77,15 +81,21 @@ def _connect_one(target, host, deadline, clock, sleep):
         return {"ok": True, "answered_by": None}
 
 
-def connect(targets, host, timeout, clock=time.monotonic, sleep=time.sleep):
-    """Connect to every target at once (threads); each result is the target plus ok/error/answered_by."""
+def connect(targets, host, timeout, clock=time.monotonic, sleep=time.sleep, held=None):
+    """Connect to every target at once (threads); each result is the target plus ok/error/answered_by.
+
+    ``held``: ``{host: [port, ...]}``, the ports each host's listener found held by a running service
+    (a deployed cluster's own units): connected to, without waiting for a greeting that never comes."""
     import threading
 
     deadline = clock() + float(timeout)
     results = [None] * len(targets)
+    held = held or {}
 
     def run(i):
-        results[i] = dict(targets[i], **_connect_one(targets[i], host, deadline, clock, sleep))
+        t = targets[i]
+        busy = int(t["port"]) in {int(p) for p in held.get(t.get("dst")) or ()}
+        results[i] = dict(t, **_connect_one(t, host, deadline, clock, sleep, busy))
 
     for start in range(0, len(targets), BATCH):
         threads = [

@@ -32,6 +32,13 @@ options:
     description: Seconds every connection may take to go through.
     type: float
     default: 5
+  held:
+    description:
+      - Each host's ports that its listener found held by a running service (the C(held) of
+        M(kimi_k3.serving.preflight_host)'s C(listener)), by host name. A connection to one of them is made
+        and closed at once, without waiting for the greeting only the short-lived listener sends.
+    type: dict
+    default: {}
   controller_time:
     description: The controller's clock (seconds since the epoch) when the task was sent; omit to skip the clock check.
     type: float
@@ -118,6 +125,7 @@ def main():
             "host": {"type": "str", "required": True},
             "connect": {"type": "list", "elements": "dict", "default": []},
             "timeout": {"type": "float", "default": 5},
+            "held": {"type": "dict", "default": {}},
             "controller_time": {"type": "float"},
             "clock_skew_max": {"type": "float", "default": 2},
             "stop": {"type": "dict"},
@@ -128,7 +136,7 @@ def main():
     if p["stop"]:
         stopped = stop_listener(p["stop"]["port"], p["stop"]["token"])
         module.exit_json(changed=False, stopped=stopped, connections=[], clock_skew=None, problems=[])
-    results = connect(p["connect"], p["host"], p["timeout"])
+    results = connect(p["connect"], p["host"], p["timeout"], held=p["held"])
     problems = connection_problems(p["host"], results, p["timeout"])
     skew = None
     if p["controller_time"] is not None:
