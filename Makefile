@@ -156,12 +156,12 @@ sanity: venv
 #        preflight (a wrong NIC, a taken port, a blocked connection, a proxy variable), security (401
 #        without a key, 200 with one, no key in any argv, log, plan or file but the 0600 ones; closed
 #        admin endpoints), monitoring with the real Prometheus and the AWX job templates through
-#        ansible-runner; then test-prereqs (network 2): the prerequisites (Molecule's nvidia
-#        scenario, the refusal and --check tests) on test hosts with packaged test doubles;
+#        ansible-runner; then test-ha-suite (network 1): the day-two operations (restart, upgrade, a
+#        failed group, remove and scale) on the HA sandbox under load, with no failed request;
 #      - test-lane-tables: test-tables, the table-driven suites (no test host): planner, golden,
-#        contract, playbook and artifact tests; then test-ha-suite (network 1): the day-two
-#        operations (restart, upgrade, a failed group, remove and scale) on the HA sandbox under
-#        load, with no failed request.
+#        contract, playbook and artifact tests; then test-prereqs (network 2): the prerequisites
+#        (Molecule's nvidia scenario, the refusal and --check tests) on test hosts with packaged
+#        test doubles.
 #      Two lanes, not four: on two cores every suite beside them slows the others down as much as
 #      it gains (measured: four lanes took longer, and the HA suite's waits ran out).
 test:
@@ -171,13 +171,14 @@ test:
 	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-lane-hosts test-lane-tables
 	@echo "make test: ended at $$(date -u +%T)"
 
+# A lane runs its second suite even when the first failed (make -k), so that one run shows every failure.
 test-lane-hosts:
-	$(MAKE) --no-print-directory test-hosts
-	$(MAKE) --no-print-directory test-prereqs
+	status=0; $(MAKE) --no-print-directory test-hosts || status=$$?; \
+	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
 
 test-lane-tables:
-	$(MAKE) --no-print-directory test-tables
-	$(MAKE) --no-print-directory test-ha-suite
+	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
+	  $(MAKE) --no-print-directory test-prereqs || status=$$?; exit $$status
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data
 
