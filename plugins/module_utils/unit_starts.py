@@ -69,13 +69,6 @@ def service_changes(changed_files):
     return restart, reload
 
 
-def idle_states(module, systemd):
-    """``{unit: ActiveState}`` of the units of ``start`` outside the selected phases (a node 0 phase's
-    followers): read, never changed, so that the caller can tell a follower that is down."""
-    idle = [item["unit"] for item in module.params["start"] if item["phase"] not in module.params["phases"]]
-    return {unit: state[0] for unit, state in systemd.states(idle).items()} if idle else {}
-
-
 def run_starts(module, systemd, changed_files):
     """Enable, start, restart and reload the units of the selected phases; returns the four lists."""
     selected = [item for item in module.params["start"] if item["phase"] in module.params["phases"]]

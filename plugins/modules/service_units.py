@@ -305,12 +305,6 @@ enabled:
   type: list
   elements: str
   returned: always
-unit_states:
-  description:
-    - The state (C(active), C(inactive), C(failed) ...) of each unit of O(start) outside the selected
-      O(phases), read and left as it is (e.g. the followers, in a node 0 phase).
-  type: dict
-  returned: always
 missing_programs:
   description: The O(programs) that are missing on the host (the module then changed nothing).
   type: list
@@ -344,7 +338,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait impor
     Wait,
     with_urls,
 )
-from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, idle_states, run_starts
+from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, run_starts
 
 
 def _dicts(**options):
@@ -421,11 +415,9 @@ def main():
     if reloaded and not check:
         systemd = Systemd(module)
         systemd.run("daemon-reload")
-    enable, begin, again, again_read, idle = [], [], [], [], {}
+    enable, begin, again, again_read = [], [], [], []
     if module.params["start"]:
-        systemd = systemd or Systemd(module)
-        enable, begin, again, again_read = run_starts(module, systemd, changed_files)
-        idle = idle_states(module, systemd)
+        enable, begin, again, again_read = run_starts(module, systemd or Systemd(module), changed_files)
     for entry in changed_files:
         entry.pop("change", None)
     result = {
@@ -438,7 +430,6 @@ def main():
         "started": begin,
         "restarted": again,
         "reloaded_units": again_read,
-        "unit_states": idle,
         "missing_programs": [],
     }
     if module._diff:

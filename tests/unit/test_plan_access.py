@@ -189,29 +189,6 @@ def test_node0_restarts(host, states, expected):
     assert plan_access.node0_restarts(PLAN, host, states) == expected
 
 
-def applied(**unit_states):
-    """What the service_units module returns for a follower host's node 0 phase (unit_states by unit)."""
-    return {"changed": False, "started": [], "restarted": [], "unit_states": unit_states}
-
-
-@pytest.mark.parametrize(
-    ("states", "started", "expected"),
-    [
-        ({"n1": applied(**{"k3-engine": "active", "k3-engine-b": "active"})}, (), []),
-        ({"n1": applied(**{"k3-engine": "inactive", "k3-engine-b": "active"})}, (), ["engine"]),
-        ({"n1": applied(**{"k3-engine": "active", "k3-engine-b": "failed"})}, (), ["engine-b"]),
-        # A unit the module did not report counts as running (no restart on a guess).
-        ({"n1": applied(**{"k3-engine-b": "inactive"})}, (), ["engine-b"]),
-        ({"n1": applied()}, (), []),
-        # A node 0 this run has just started or restarted is not restarted again (a first deploy).
-        ({"n1": applied(**{"k3-engine": "inactive", "k3-engine-b": "inactive"})}, ["k3-engine"], ["engine-b"]),
-        ({"n1": applied(**{"k3-engine": "inactive", "k3-engine-b": "inactive"})}, ["k3-engine", "k3-engine-b"], []),
-    ],
-)
-def test_node0_restarts_from_the_node0_phase_results(states, started, expected):
-    assert plan_access.node0_restarts(PLAN, "n0", states, started) == expected
-
-
 def test_node0_restarts_pairs_states_with_vllm_followers_only():
     # A non-vllm service before the followers does not shift which state belongs to which follower.
     plan = plan_of(

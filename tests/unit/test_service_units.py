@@ -357,29 +357,6 @@ def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
     assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
 
 
-def test_the_units_of_other_phases_are_only_read():
-    """A node 0 phase on a follower's host: the follower is neither started nor restarted, its state is read."""
-
-    class Module(FakeModule):
-        params = {
-            "start": [
-                {"name": "engine", "unit": "k3-engine", "phase": "followers", "probe": None},
-                {"name": "side", "unit": "k3-side", "phase": "node0", "probe": None},
-            ],
-            "phases": ["node0"],
-            "restart": ["engine"],
-        }
-
-    out = "Id=k3-engine.service\nActiveState=failed\nUnitFileState=enabled\n"
-    module = Module(out)
-    systemd = unit_starts.Systemd(module)
-    assert unit_starts.idle_states(module, systemd) == {"k3-engine": "failed"}
-    show = ["/bin/systemctl", "show", "--property=Id,ActiveState,UnitFileState", "--", "k3-engine.service"]
-    assert module.calls == [show]
-    module.params = dict(module.params, phases=["node0", "followers"])
-    assert unit_starts.idle_states(module, systemd) == {} and len(module.calls) == 1
-
-
 def test_a_source_a_line_a_group_and_what_changes_do_in_one_call(tmp_path, capsys, as_root, monkeypatch):
     """The monitoring stage's kinds of file: a certificate from a host path (group-readable), a line in
     a distribution's settings file, and files that reload, restart or leave their daemon alone."""

@@ -26,8 +26,8 @@ def host_services(plan, host, *, kind=None, runtime=None, role=None, name=None, 
 
 
 @filter_errors(label="node0_restarts")
-def node0_restarts(plan, host, follower_states, started=()):
-    return plan_access.node0_restarts(plan, host, follower_states, started)
+def node0_restarts(plan, host, follower_states):
+    return plan_access.node0_restarts(plan, host, follower_states)
 
 
 class Filters:

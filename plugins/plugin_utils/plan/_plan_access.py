@@ -111,24 +111,14 @@ def _state_lines(value):
     return [str(v) for v in value]
 
 
-def _follower_states(value, followers):
-    """One state per follower of a host: from the service_units result of its node 0 phase
-    (``unit_states``, by unit), or from what systemctl is-active registered (in the followers' order)."""
-    if isinstance(value, Mapping) and isinstance(value.get("unit_states"), Mapping):
-        return [str(value["unit_states"].get(svc.get("unit"), "unknown")) for svc in followers]
-    return _state_lines(value)
-
-
-def node0_restarts(plan, host, follower_states, started=()):
+def node0_restarts(plan, host, follower_states):
     """Names of ``host``'s node 0 engines to restart because one of their followers is down.
 
-    ``follower_states``: host -> the service_units result of that host's node 0 phase (its
-    ``unit_states``), or the result of ``systemctl is-active <unit>...`` over that host's follower
-    engines (``host_services(plan, host, kind='vllm', followers=True)``, in that order): the
-    registered result, its ``stdout_lines`` or its ``stdout``. A follower whose state is missing
-    (its host was not read, e.g. outside --limit) counts as running: only a follower seen down
-    restarts its node 0, since a stopped follower cannot rejoin a running node 0. ``started``: the
-    units this run has already started or restarted on ``host`` (they need no second start).
+    ``follower_states``: host -> the result of ``systemctl is-active <unit>...`` over that host's
+    follower engines (``host_services(plan, host, kind='vllm', followers=True)``, in that order):
+    the registered result, its ``stdout_lines`` or its ``stdout``. A follower whose state is
+    missing (its host was not read, e.g. outside --limit) counts as running: only a follower seen
+    down restarts its node 0, since a stopped follower cannot rejoin a running node 0.
     """
     plan = checked_plan(plan)
     if follower_states is None:
@@ -137,16 +127,10 @@ def node0_restarts(plan, host, follower_states, started=()):
         raise PlanAccessError("follower_states: expected a mapping of host to systemctl is-active output")
     down = set()
     for other in plan["hosts"]:
-        followers = host_services(plan, other, kind="vllm", followers=True)
-        states = _follower_states(follower_states.get(other), followers)
-        for index, svc in enumerate(followers):
+        states = _state_lines(follower_states.get(other))
+        for index, svc in enumerate(host_services(plan, other, kind="vllm", followers=True)):
             if index < len(states) and states[index].strip() not in NOT_DOWN_STATES:
                 down.update(svc.get("after_started") or [])
     prefix = "%s/" % host
     wanted = {dep[len(prefix) :] for dep in down if dep.startswith(prefix)}
-    started = set(started or ())
-    return [
-        svc["name"]
-        for svc in host_services(plan, host, kind="vllm", followers=False)
-        if svc["name"] in wanted and svc.get("unit") not in started
-    ]
+    return [svc["name"] for svc in host_services(plan, host, kind="vllm", followers=False) if svc["name"] in wanted]
