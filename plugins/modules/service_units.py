@@ -170,11 +170,11 @@ options:
     elements: dict
     default: []
     suboptions:
-      module:
+      module: &step_module
         description: The module's fully qualified name.
         type: str
         required: true
-      args:
+      args: &step_args
         description: Its arguments.
         type: dict
         default: {}
@@ -184,14 +184,8 @@ options:
             after C(ansible.builtin.apt) with options only apt has, on a host without apt.
         type: dict
         suboptions:
-          module:
-            description: The module's fully qualified name.
-            type: str
-            required: true
-          args:
-            description: Its arguments.
-            type: dict
-            default: {}
+          module: *step_module
+          args: *step_args
       skip_in_check_mode:
         description:
           - Not run in check mode, where the earlier steps installed nothing (e.g. disabling the service
@@ -340,6 +334,9 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait impor
 )
 from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, run_starts
 
+# An install step's module and arguments (a step's fallback has the same two).
+INSTALL_STEP = {"module": {"type": "str", "required": True}, "args": {"type": "dict", "default": {}}}
+
 
 def _dicts(**options):
     """The argument spec of a list of dicts with these suboptions."""
@@ -380,12 +377,8 @@ def main():
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
             "install": _dicts(
-                module={"type": "str", "required": True},
-                args={"type": "dict", "default": {}},
-                fallback={
-                    "type": "dict",
-                    "options": {"module": {"type": "str", "required": True}, "args": {"type": "dict", "default": {}}},
-                },
+                **INSTALL_STEP,
+                fallback={"type": "dict", "options": INSTALL_STEP},
                 skip_in_check_mode={"type": "bool", "default": False},
             ),
             "wait_for": _dicts(**SERVICE_OPTIONS),
