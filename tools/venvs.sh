@@ -312,21 +312,28 @@ case "$1" in
   vllm | services | bench | eval | galaxy) ;;
   *) usage ;;
 esac
-# One build at a time: a second run waits, then finds the stamps and does nothing.
+# One build of a venv at a time: a second run for the same venv waits, then finds its stamp and
+# does nothing. Different venvs build side by side (make's set-up runs them in parallel): their
+# downloads overlap, and the shared pip cache takes concurrent writers.
 mkdir -p "$VENV_ROOT"
-exec 9>"$VENV_ROOT/.venvs.lock"
-if ! flock -n 9; then
-  log "another tools/venvs.sh is building in $VENV_ROOT: waiting"
-  flock 9
-fi
+lock_venv() { # $1 = venv kind; the lock is held until this script exits
+  local fd
+  exec {fd}>"$VENV_ROOT/.venvs-$1.lock"
+  if ! flock -n "$fd"; then
+    log "another tools/venvs.sh is building $VENV_ROOT/$1: waiting"
+    flock "$fd"
+  fi
+}
 case "$1" in
   vllm)
+    lock_venv vllm
     build_vllm
+    lock_venv services
     build_services
     ;;
-  services) build_services ;;
-  bench) build_bench ;;
-  eval) build_eval ;;
-  galaxy) build_galaxy ;;
+  *)
+    lock_venv "$1"
+    "build_$1"
+    ;;
 esac
 log "all done in $((SECONDS - T0))s"

@@ -14,7 +14,7 @@ import os
 import ssl
 from urllib.parse import urlsplit
 
-UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "Result", "MainPID", "NeedDaemonReload")
+UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "Result", "MainPID", "NeedDaemonReload", "ExecMainStatus")
 
 
 def unit_properties(run, unit, names=UNIT_PROPERTIES):

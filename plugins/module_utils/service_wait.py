@@ -32,6 +32,12 @@ WAIT_OPTIONS = {
 }
 
 WHAT = {"failed": "has failed", "stopped": "is not running", "timeout": "did not become healthy"}
+# systemd's exit status 219/CGROUP: it could not put the new process into the unit's control group,
+# which happens when the processes of the stop just before are not all gone yet. The program never
+# ran; with Restart=on-failure systemd starts it again RestartSec later. A wait lets that happen
+# this many times before it calls the service failed.
+CGROUP_EXIT = "219"
+CGROUP_RETRIES = 2
 
 
 def with_urls(services):
@@ -49,6 +55,15 @@ def service_state(props, restarts_before, require_active, url, api_key, ca_path)
     if active == "active" and (not url or http_status(url, api_key, ca_path) == 200):
         return "healthy"
     return None
+
+
+def cgroup_retry(props, restarts_before):
+    """True when systemd is about to start the unit again after 219/CGROUP (not yet counted)."""
+    return (
+        props.get("SubState") == "auto-restart"
+        and props.get("ExecMainStatus") == CGROUP_EXIT
+        and int(props.get("NRestarts", "0") or 0) == restarts_before
+    )
 
 
 class Wait:
@@ -82,12 +97,16 @@ class Wait:
         """
         start = time.monotonic()
         deadline = start + self.timeout
-        baseline = baseline if baseline is not None else self.restarts(services, check_units)
+        baseline = dict(baseline if baseline is not None else self.restarts(services, check_units))
+        retries = dict.fromkeys(baseline, 0)
         pending = {s["name"]: s for s in services}
         results = {}
         while pending:
             for name, svc in list(pending.items()):
                 props = unit_properties(self.run, svc["unit"]) if check_units else {"ActiveState": "active"}
+                if retries[name] < CGROUP_RETRIES and cgroup_retry(props, baseline[name]):
+                    baseline[name] += 1  # the restart systemd is about to make is not a crash
+                    retries[name] += 1
                 state = service_state(props, baseline[name], require_active, svc.get("url"), self.api_key, self.ca_path)
                 if state:
                     results[name] = self._result(name, state, start)

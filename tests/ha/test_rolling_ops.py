@@ -150,12 +150,22 @@ def assert_no_failed_request(totals):
 
 
 def test_restart_replaces_every_engine_and_fails_no_request(ha):
+    """Two groups at a time (restart_serial=2): a prefill and a decode in each batch, so that each role
+    keeps one group serving; the upgrade below rolls one group at a time (the default)."""
     before = main_pids()
-    out, totals = under_traffic(ha, "restart", "playbooks/restart.yml", *ha["args"])
+    out, totals = under_traffic(ha, "restart", "playbooks/restart.yml", *ha["args"], "-e", "restart_serial=2")
     assert_no_failed_request(totals)
     after = main_pids()
     assert all(after[h] and after[h] != before[h] for h in ENGINES), (before, after)
-    assert re.search(r"restarted 4 replica group\(s\) in 4 batch\(es\)", out.stdout), out.stdout[-3000:]
+    rolled = re.search(
+        r"restarted 4 replica group\(s\) in 2 batch\(es\): ([\w./-]+ \+ [\w./-]+) -> ([\w./-]+ \+ [\w./-]+)",
+        " ".join(out.stdout.split()),
+    )
+    assert rolled, out.stdout[-3000:]
+    assert [sorted(batch.split(" + ")) for batch in rolled.groups()] == [
+        ["k3-ha-decode/decode", "k3-ha-prefill/prefill"],
+        ["k3-ha-decode2/decode", "k3-ha-prefill2/prefill"],
+    ], rolled.group(0)
     # No outage to confirm: every role has two groups and the router takes workers back at runtime.
     assert "This restart stops serving" not in out.stdout
 

@@ -76,6 +76,23 @@ def test_host_unit_is_the_whole_expected_text():
     assert unit_files.unit_text(engine(), dict(SETTINGS, path=["/opt/vllm/bin"])) == HOST_UNIT
 
 
+def test_the_stop_timeout_is_the_settings_and_must_exceed_vllms_shutdown_timeout():
+    lines = unit_files.unit_text(engine(), dict(SETTINGS, stop_timeout=15)).splitlines()
+    assert "TimeoutStopSec=15" in lines and "TimeoutStopSec=60" not in lines
+    drains = engine(argv=["vllm", "serve", "/m", "--shutdown-timeout", "30"])
+    assert "TimeoutStopSec=31" in unit_files.unit_text(drains, dict(SETTINGS, stop_timeout=31)).splitlines()
+    for argv in (["vllm", "serve", "/m", "--shutdown-timeout", "30"], ["vllm", "serve", "--shutdown-timeout=60"]):
+        with pytest.raises(ValueError) as err:
+            unit_files.unit_text(
+                engine(argv=argv), SETTINGS if "--shutdown-timeout=60" in argv else dict(SETTINGS, stop_timeout=30)
+            )
+        assert "service engine: its --shutdown-timeout" in str(err.value)
+        assert "Fix: set service_unit_stop_timeout above" in str(err.value)
+    for bad in (0, "15", True):
+        with pytest.raises(ValueError, match="service_unit_stop_timeout must be a whole number"):
+            unit_files.unit_text(engine(), dict(SETTINGS, stop_timeout=bad))
+
+
 def test_docker_unit_requires_docker_and_removes_a_stale_container():
     svc = service(example_plan("mi355x-pd-1p1d-c48"), "mi355x-p1", "prefill")
     text = unit_files.unit_text(svc, dict(SETTINGS, path=["/opt/vllm/bin"]))
@@ -451,8 +468,9 @@ class Units:
         n = self.polls.get(unit, 0)
         self.polls[unit] = n + 1
         states = self.script[unit]
-        active, restarts = states[min(n, len(states) - 1)]
-        return 0, "ActiveState=%s\nNRestarts=%d\n" % (active, restarts), ""
+        active, restarts, *more = states[min(n, len(states) - 1)]
+        sub, status = more or ("running" if active == "active" else "start", 0)
+        return 0, "ActiveState=%s\nSubState=%s\nNRestarts=%d\nExecMainStatus=%d\n" % (active, sub, restarts, status), ""
 
 
 def test_a_wait_polls_every_service_at_once_until_healthy(monkeypatch):
@@ -490,6 +508,29 @@ def test_a_unit_that_restarts_after_a_crash_fails_the_wait_with_its_journal(monk
     assert "service a (unit k3-a) has failed after" in msg and "(no answer from http://a/health)" in msg
     assert "service b (unit k3-b) is not running" in msg
     assert "--- journal (last 5 lines) ---\nTraceback: the engine crashed" in msg
+
+
+def test_a_start_systemd_could_not_place_in_its_cgroup_is_retried_but_not_forever(monkeypatch):
+    """219/CGROUP: the processes of the stop before were not all gone; systemd starts it again."""
+    monkeypatch.setattr(service_wait, "http_status", lambda url, key, ca: 200)
+    again = ("activating", 0, "auto-restart", 219)
+    units = Units(
+        {
+            "k3-a": [again, again, ("activating", 1), ("active", 1)],
+            "k3-b": [
+                again,
+                ("activating", 1, "auto-restart", 219),
+                ("activating", 2, "auto-restart", 219),
+                ("active", 3),
+            ],
+            "k3-c": [("activating", 0, "auto-restart", 1), ("activating", 1), ("active", 1)],
+        }
+    )
+    wait = service_wait.Wait(units, timeout=30, delay=0)
+    services = [{"name": n, "unit": "k3-" + n, "url": "http://%s/health" % n} for n in "abc"]
+    results, _ = wait.poll(services)
+    # a: one retry, then healthy; b: a third 219 is a failure; c: a crash (status 1) is one at once.
+    assert [(r["name"], r["state"]) for r in results] == [("a", "healthy"), ("b", "failed"), ("c", "failed")]
 
 
 def test_services_on_other_hosts_are_only_polled_and_a_timeout_is_not_a_failure(monkeypatch):

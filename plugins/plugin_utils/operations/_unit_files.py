@@ -17,8 +17,10 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth im
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import secret_keys
 
 SYSTEM_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-# What the caller (the service_unit role, from its defaults) passes in ``settings``.
+# What the caller (the service_unit role, from its defaults) passes in ``settings``; ``stop_timeout``
+# (TimeoutStopSec=, seconds) may be left out.
 SETTINGS = ("config_dir", "state_dir", "path", "extra_env", "limits", "docker")
+STOP_TIMEOUT = 60
 
 
 def _settings(settings):
@@ -26,6 +28,26 @@ def _settings(settings):
     if missing:
         raise ValueError("service_files: settings lack %s" % ", ".join(missing))
     return settings
+
+
+def stop_timeout(svc, settings):
+    """TimeoutStopSec= of ``svc``: how long systemd lets it stop before it kills what is left. It must
+    exceed a vLLM --shutdown-timeout (the time vLLM gives running requests to finish), or systemd kills
+    the engine while it drains."""
+    value = settings.get("stop_timeout", STOP_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("service_unit_stop_timeout must be a whole number of seconds, 1 or more (got %r)" % (value,))
+    argv = [str(a) for a in svc.get("argv") or []]
+    drain = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--shutdown-timeout"]
+    drain += [a.split("=", 1)[1] for a in argv if a.startswith("--shutdown-timeout=")]
+    for seconds in drain:
+        if seconds.isdigit() and int(seconds) >= value:
+            raise ValueError(
+                "service %s: its --shutdown-timeout %s is not below service_unit_stop_timeout %d, so systemd would "
+                "kill vLLM while it drains. Fix: set service_unit_stop_timeout above %s (or lower --shutdown-timeout)"
+                % (svc["name"], seconds, value, seconds)
+            )
+    return value
 
 
 def unit_text(svc, settings=None):
@@ -58,7 +80,7 @@ def unit_text(svc, settings=None):
     lines.append("ExecStart=" + units.exec_line(svc, svc["runtime"], env_file, opts["docker"]))
     if docker:
         lines.append("ExecStop=%s stop %s" % (opts["docker"], svc["unit"]))
-    lines += ["Restart=on-failure", "RestartSec=5", "TimeoutStopSec=60", "KillMode=mixed"]
+    lines += ["Restart=on-failure", "RestartSec=5", "TimeoutStopSec=%d" % stop_timeout(svc, opts), "KillMode=mixed"]
     lines += ["Limit%s=%s" % (name, value) for name, value in opts["limits"].items()]
     lines += ["", "[Install]", "WantedBy=multi-user.target"]
     return "\n".join(lines) + "\n"
