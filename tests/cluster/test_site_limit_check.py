@@ -10,13 +10,13 @@ import os
 import re
 
 import pytest
-from helpers.sandbox_run import playbook, recap, systemctl
+from helpers.sandbox_run import playbook, recap
 
 HOSTS = ["k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
-# The limited runs converge what they touch (the follower test ends with both engines back and
-# verified); the role-alone test only reads.
+# The limited runs converge what they touch; the role-alone test only reads. (A stopped follower
+# healed under --limit, its node 0 with it: tests/cluster/test_site_faults.py.)
 LEAVES_CONVERGED = True
 
 
@@ -44,15 +44,6 @@ def test_site_limited_to_one_host_converges_and_still_verifies_through_the_endpo
     # The requests go from the controller through the endpoint, under --limit too.
     assert "KV cache moved" in out.stdout
     assert "answered" in out.stdout
-
-
-def test_a_stopped_follower_with_its_node0_in_the_limit_restarts_both(cluster):
-    systemctl("k3-sb-dp1", "stop", "k3-engine")
-    out = playbook("site.yml", "--limit", "engine")
-    counts = recap(out.stdout)
-    assert sorted(counts) == ["k3-sb-dp0", "k3-sb-dp1"]
-    assert counts["k3-sb-dp0"]["changed"] >= 1 and counts["k3-sb-dp1"]["changed"] >= 1
-    assert "k3-sb-dp0/engine rank 1" in out.stdout
 
 
 def test_a_role_on_its_own_gets_the_plan_and_runs(cluster, tmp_path):
