@@ -17,6 +17,8 @@ from conftest import ROOT
 from helpers.collection_artifact import install, only
 
 GALAXY_BIN = ROOT / ".venv" / "galaxy" / "bin"
+# galaxy-importer runs for a minute or more: make test starts it first (tests/conftest.py).
+pytestmark = pytest.mark.slow
 # The content Galaxy shows with its documentation (action plugins and module_utils are the
 # controller and host sides of the modules of the same names, documented there).
 DOCUMENTED = ("module", "filter", "role")

@@ -7,10 +7,13 @@ from __future__ import annotations
 import subprocess
 import tarfile
 
+import pytest
 from conftest import ROOT, VENV_BIN
 from helpers.collection_artifact import install, only
 
 # What the artifact must never hold: the development, test and CI files.
+# ansible-lint on the installed collection runs for a minute or more: make test starts it first.
+pytestmark = pytest.mark.slow
 NOT_SHIPPED = (".ci/", "Makefile", "tools/", "extensions/", "tests/unit/", "tests/cluster/", "inventories/sandbox/")
 
 
