@@ -3,8 +3,8 @@
 Real test hosts (tools/sandbox.sh with tools/sandbox-ha-hosts.txt), the real vllm-router in P/D
 mode (--enable-igw) in front of two prefill and two decode engines of the real vLLM (CPU build),
 over SSH with systemd. While each operation runs, the real ``vllm bench serve`` sends rounds of
-short chat requests at concurrency 4 through the router (tests/helpers/traffic.py); each test asserts that
-none failed and that the operation really happened (every engine's process replaced, the new
+short chat requests, 4 a second and at most 4 at once, through the front door and the router without a
+pause between rounds (tests/helpers/traffic.py); each test asserts that none failed and that the operation really happened (every engine's process replaced, the new
 argv running). The module deploys the HA sandbox once (make sandbox-ha) and removes it at its end.
 Needs root.
 """
@@ -116,7 +116,8 @@ def under_traffic(ha, name, *args, expect_failure=False):
     """Run a playbook while vllm bench serve sends requests through the router; its output and the totals."""
     load = Traffic(FRONT_DOOR, "kimi-k3-sandbox", MODEL, ha["results"] / name, key=ha["key"], ca=SANDBOX_CA)
     load.start()
-    time.sleep(3)
+    load.wait_started()
+    time.sleep(2)
     started = time.monotonic()
     try:
         out = playbook(*args, check=False)
