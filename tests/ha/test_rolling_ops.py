@@ -3,10 +3,10 @@
 Real test hosts (tools/sandbox.sh with tools/sandbox-ha-hosts.txt), the real vllm-router in P/D
 mode (--enable-igw) in front of two prefill and two decode engines of the real vLLM (CPU build),
 over SSH with systemd. While each operation runs, the real ``vllm bench serve`` sends rounds of
-short chat requests, 4 a second and at most 4 at once, through the front door and the router without a
-pause between rounds (tests/helpers/traffic.py); each test asserts that none failed and that the operation really happened (every engine's process replaced, the new
-argv running). The module deploys the HA sandbox once (make sandbox-ha) and removes it at its end.
-Needs root.
+short chat requests, 4 a second and at most 4 at once, through the front door and the router
+without a pause between rounds (tests/helpers/traffic.py); each test asserts that none failed and
+that the operation really happened (every engine's process replaced, the new argv running). The
+module deploys the HA sandbox once (make sandbox-ha) and removes it at its end. Needs root.
 """
 
 from __future__ import annotations
