@@ -199,14 +199,16 @@ test-data: venv-vllm
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
-# (a module that starts one vLLM server for its tests keeps them on one worker). tests/collection
+# (a module that starts one vLLM server for its tests keeps them on one worker), in the order
+# tests/conftest.py gives them (the slow files first; pytest-xdist would otherwise hand out the
+# files with the most tests first, and the slow ones, with few, last). tests/collection
 # builds the artifact and runs galaxy-importer and ansible-lint on it as Galaxy and a site would.
 # Its output also goes to .cache/test-tables.log.
 test-tables:
 	@echo "$@: started at $$(date -u +%T)"
 	mkdir -p .cache
-	status=0; $(BIN)/pytest -n auto --dist loadfile tests/unit tests/golden tests/contract tests/integration \
-	  tests/collection $(PYTEST_ARGS) >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
+	status=0; $(BIN)/pytest -n auto --dist loadfile --no-loadscope-reorder tests/unit tests/golden tests/contract \
+	  tests/integration tests/collection $(PYTEST_ARGS) >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
 # The suites on the default sandbox's network, one host set at a time. Molecule's scenarios are in
 # extensions/molecule (their shared settings in its config.yml), found from the collection root;
