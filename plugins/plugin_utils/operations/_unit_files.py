@@ -14,6 +14,7 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth im
     resolve_secret_env,
     secret_file_content,
 )
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._profiles import argv_flags, flag_key
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._variables import secret_keys
 
 SYSTEM_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
@@ -37,16 +38,13 @@ def stop_timeout(svc, settings):
     value = settings.get("stop_timeout", STOP_TIMEOUT)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError("service_unit_stop_timeout must be a whole number of seconds, 1 or more (got %r)" % (value,))
-    argv = [str(a) for a in svc.get("argv") or []]
-    drain = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--shutdown-timeout"]
-    drain += [a.split("=", 1)[1] for a in argv if a.startswith("--shutdown-timeout=")]
-    for seconds in drain:
-        if seconds.isdigit() and int(seconds) >= value:
-            raise ValueError(
-                "service %s: its --shutdown-timeout %s is not below service_unit_stop_timeout %d, so systemd would "
-                "kill vLLM while it drains. Fix: set service_unit_stop_timeout above %s (or lower --shutdown-timeout)"
-                % (svc["name"], seconds, value, seconds)
-            )
+    seconds = argv_flags([str(a) for a in svc.get("argv") or []]).get(flag_key("--shutdown-timeout"), "")
+    if seconds.isdigit() and int(seconds) >= value:
+        raise ValueError(
+            "service %s: its --shutdown-timeout %s is not below service_unit_stop_timeout %d, so systemd would "
+            "kill vLLM while it drains. Fix: set service_unit_stop_timeout above %s (or lower --shutdown-timeout)"
+            % (svc["name"], seconds, value, seconds)
+        )
     return value
 
 
