@@ -4,7 +4,8 @@ Real test hosts (tools/sandbox.sh with tools/sandbox-ha-hosts.txt), the real vll
 mode (--enable-igw) in front of two prefill and two decode engines of the real vLLM (CPU build),
 over SSH with systemd. While each operation runs, the real ``vllm bench serve`` sends rounds of
 short chat requests, 4 a second and at most 4 at once, through the front door and the router
-without a pause between rounds (tests/helpers/traffic.py); each test asserts that none failed and
+without a pause between rounds (tests/helpers/traffic.py: one load generator for the module, held
+between operations); each test asserts that none of the operation's requests failed and
 that the operation really happened (every engine's process replaced, the new argv running). The
 module deploys the HA sandbox once (make sandbox-ha) and removes it at its end. Needs root.
 """
@@ -73,6 +74,11 @@ def ha(tmp_path_factory):
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", str(MODEL))
     claim_hosts("ha", lambda: run("tools/sandbox.sh", "down", check=False, env=HOSTS))
     run("tools/sandbox.sh", "up", env=HOSTS)
+    # One load generator for the module, held between operations (it imports vLLM meanwhile).
+    load = Traffic(
+        FRONT_DOOR, "kimi-k3-sandbox", MODEL, tmp_path_factory.mktemp("traffic"), key=vault["k3_api_key"], ca=SANDBOX_CA
+    )
+    load.start()
     try:
         playbook("site.yml", *args)
         # extra: the variables the last upgrade ran with (what the engines run now).
@@ -81,11 +87,13 @@ def ha(tmp_path_factory):
             "args": args,
             "key": vault["k3_api_key"],
             "admin": vault["k3_admin_api_key"],
-            "results": tmp_path_factory.mktemp("traffic"),
+            "load": load,
             "extra": [],
         }
     finally:
+        code = load.stop()
         release_hosts("ha")
+    assert code == 0, (load.result_dir / "rounds.log").read_text()[-3000:]
 
 
 def playbook(name, *args, check=True):
@@ -114,17 +122,12 @@ def main_pids():
 
 def under_traffic(ha, name, *args, expect_failure=False):
     """Run a playbook while vllm bench serve sends requests through the router; its output and the totals."""
-    load = Traffic(FRONT_DOOR, "kimi-k3-sandbox", MODEL, ha["results"] / name, key=ha["key"], ca=SANDBOX_CA)
-    load.start()
-    load.wait_started()
-    time.sleep(2)
-    started = time.monotonic()
-    try:
-        out = playbook(*args, check=False)
-    finally:
-        took = time.monotonic() - started
-        time.sleep(3)
-        totals = load.finish()
+    with ha["load"].window() as totals:
+        started = time.monotonic()
+        try:
+            out = playbook(*args, check=False)
+        finally:
+            took = time.monotonic() - started
     assert (out.returncode != 0) == expect_failure, out.stdout[-6000:] + out.stderr[-3000:]
     print("%s: %.0f s, %s" % (name, took, {k: v for k, v in totals.items() if k != "broken"}))
     return out, totals
@@ -152,7 +155,8 @@ def assert_no_failed_request(totals):
 
 def test_restart_replaces_every_engine_and_fails_no_request(ha):
     """Two groups at a time (restart_serial=2): a prefill and a decode in each batch, so that each role
-    keeps one group serving; the upgrade below rolls one group at a time (the default)."""
+    keeps one group serving. The upgrade below rolls the same way; one group at a time (the default)
+    is the batching of tests/unit/test_rolling.py and of the single changed group below."""
     before = main_pids()
     out, totals = under_traffic(ha, "restart", "playbooks/restart.yml", *ha["args"], "-e", "restart_serial=2")
     assert_no_failed_request(totals)
@@ -178,8 +182,9 @@ def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no
     assert "would restart (--check)" in dry.stdout
     before = main_pids()
     assert before == main_pids()  # --check restarted nothing
-    out, totals = under_traffic(ha, "upgrade", "playbooks/upgrade.yml", *ha["args"], *new)
+    out, totals = under_traffic(ha, "upgrade", "playbooks/upgrade.yml", *ha["args"], *new, "-e", "restart_serial=2")
     assert_no_failed_request(totals)
+    assert "in 2 batch(es)" in " ".join(out.stdout.split()), out.stdout[-3000:]
     after = main_pids()
     assert all(after[h] != before[h] for h in ENGINES), (before, after)
     # Every engine now runs the plan's new argv, and nothing else drifted.
@@ -216,7 +221,7 @@ def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the
         bad.unlink()
     assert_no_failed_request(totals)
     text = out.stdout + out.stderr
-    (ha["results"] / "broken-upgrade.log").write_text(text)
+    (ha["load"].result_dir / "broken-upgrade.log").write_text(text)
     assert "Replica groups to restart: k3-ha-prefill2/prefill" in re.sub(r"\s+", " ", text), text[-3000:]
     # The failed task is the health wait, delegated to the host that did not come back.
     failures = [line for line in text.splitlines() if re.match(r"(fatal|failed): \[", line)]
