@@ -27,7 +27,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sandbox-setup sandbox-packages test-setup test-packages test-data test-lane-tables test-tables test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-tables test-tables test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -72,10 +72,16 @@ venv-galaxy:
 sandbox-hosts: sandbox-setup
 	tools/sandbox.sh up
 
-# The sandbox's set-up steps side by side: the venvs (each built once), Graphviz, the tiny model
-# and the hosts' Debian packages.
+# The sandbox's set-up steps side by side: the venvs (each built once), Graphviz, the tiny model,
+# the hosts' Debian packages and their base system.
 sandbox-setup:
-	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O venv venv-vllm venv-bench venv-eval sandbox-packages test-data
+	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O venv venv-vllm venv-bench venv-eval sandbox-packages test-data \
+	  sandbox-base
+
+# The test hosts' cached Debian base system (debootstrap, about a minute once), built beside the
+# venvs instead of by the first suite that makes hosts.
+sandbox-base:
+	tools/sandbox.sh base >/dev/null
 
 # dot draws the picture in the plan's report.html.
 sandbox-packages:
@@ -178,7 +184,7 @@ test-lane-tables:
 	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
 	  $(MAKE) --no-print-directory test-prereqs || status=$$?; exit $$status
 
-test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data
+test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
 
 # The controller's Debian packages for the tests (tools/apt_install.sh runs one apt at a time).
 test-packages:
