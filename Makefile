@@ -39,13 +39,15 @@ help:
 	@echo "make test-fast  the quick loop: unit, golden and playbook tests, no root, no test host"
 	@echo "make test-ha  the day-two operations under load on the HA sandbox (tests/ha)"
 
-# The controller: Ansible, the bundled collections, the linters and pytest.
+# The controller: Ansible, the bundled collections, the linters and pytest. Installed with uv
+# (tools/venvs.sh), not compiled ahead: Python caches what the controller imports on first use
+# (pip compiled all 18,700 files: 57 s against 3 s here).
 venv: $(STAMP)
 $(STAMP): requirements.txt
 	@test -n "$(PY312)" || { echo "Python 3.12 not found: set PY312=/path/to/python3.12"; exit 1; }
 	rm -rf $(VENV)
 	$(PY312) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	$$(tools/venvs.sh uv) pip install --quiet --python $(BIN)/python -r requirements.txt
 	sha256sum requirements.txt > $(STAMP)
 
 # The real vLLM (CPU build) for the argument-parser contract, plus vllm-router and memcache.

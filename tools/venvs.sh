@@ -6,6 +6,7 @@
 #   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
 #   tools/venvs.sh eval      only .venv/eval (inspect-ai and the OpenAI client, Python 3.12)
 #   tools/venvs.sh galaxy    only .venv/galaxy (galaxy-importer, what Galaxy runs on an upload)
+#   tools/venvs.sh uv        only uv itself (.venv/uv; the Makefile installs the controller's venv with it)
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
 # the same pins is a no-op. A venv without a matching stamp (half-built, or built with
@@ -141,7 +142,10 @@ pip_q() { # $1 = venv, $2 = install or uninstall, rest = packages
   shift 2
   local args=(--quiet --python "$venv/bin/python")
   if [[ $cmd == install ]]; then
-    args+=(--compile-bytecode)
+    # Compiled at install: the test hosts run these venvs read-only, where Python cannot cache
+    # what it compiles (each engine start would compile vLLM's modules again). The controller's
+    # own venvs (eval, galaxy) are written by the processes that use them on first import.
+    [[ $venv == "$EVAL_VENV" || $venv == "$GALAXY_VENV" ]] || args+=(--compile-bytecode)
     [[ ! -d $WHEELS ]] || args+=(--find-links "$WHEELS")
   fi
   "$UV" pip "$cmd" "${args[@]}" "$@"
@@ -332,13 +336,13 @@ build_galaxy() {
 }
 
 usage() {
-  sed -n '2,12p' "$SCRIPT" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  vllm | services | bench | eval | galaxy) ;;
+  vllm | services | bench | eval | galaxy | uv) ;;
   *) usage ;;
 esac
 # One build of a venv at a time: a second run for the same venv waits, then finds its stamp and
@@ -353,6 +357,11 @@ lock_venv() { # $1 = venv kind; the lock is held until this script exits
     flock "$fd"
   fi
 }
+if [[ $1 == uv ]]; then
+  ensure_uv >&2
+  echo "$UV"
+  exit 0
+fi
 ensure_uv
 case "$1" in
   vllm)
