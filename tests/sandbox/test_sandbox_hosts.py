@@ -30,6 +30,7 @@ DEBIAN_REPO = ROOT / ".cache" / "debian-debs"
 READ_ONLY_PATHS = [
     ROOT / ".venv" / "vllm",
     ROOT / ".venv" / "services",
+    ROOT / ".venv" / "torch",  # the one torch the vllm and bench venvs link to (tools/venvs.sh)
     Path("/root/.pyenv/versions/3.11.7"),
     Path("/root/.pyenv/versions/3.12.1"),
     MODELS,
