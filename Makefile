@@ -46,7 +46,7 @@ venv: $(STAMP)
 $(STAMP): requirements.txt
 	@test -n "$(PY312)" || { echo "Python 3.12 not found: set PY312=/path/to/python3.12"; exit 1; }
 	rm -rf $(VENV)
-	$(PY312) -m venv $(VENV)
+	$(PY312) -m venv --without-pip $(VENV)
 	$$(tools/venvs.sh uv) pip install --quiet --compile-bytecode --python $(BIN)/python -r requirements.txt
 	sha256sum requirements.txt > $(STAMP)
 
