@@ -21,6 +21,11 @@ options:
     description: "Host name to its list of manifests."
     type: dict
     required: true
+  described:
+    description:
+      - "Host name to the manifests an earlier step of the run made (kimi_k3.serving.preflight_host's
+        C(manifests)), taken for a host whose list in the input is empty."
+    type: dict
 """
 
 EXAMPLES = r"""

@@ -35,6 +35,11 @@ options:
       C(stdout)).
     type: dict
     required: true
+  read_before:
+    description: >-
+      Host name to the same states read by an earlier stage of the run (M(kimi_k3.serving.preflight_host)'s
+      C(unit_states)), taken for a host whose entry in O(follower_states) holds none.
+    type: dict
 """
 
 EXAMPLES = r"""

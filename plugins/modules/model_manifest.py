@@ -72,54 +72,9 @@ manifests:
       type: dict
 """
 
-import hashlib
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-MIB = 1024 * 1024
-
-
-def file_checksum(path, size, mode, small):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        if mode == "full" or size <= small:
-            for block in iter(lambda: handle.read(4 * MIB), b""):
-                digest.update(block)
-        else:
-            digest.update(handle.read(MIB))
-            handle.seek(max(size - MIB, 0))
-            digest.update(handle.read(MIB))
-            digest.update(str(size).encode())
-    return digest.hexdigest()
-
-
-def manifest(path, mode, small):
-    if not os.path.isdir(path):
-        return {"path": path, "exists": False, "digest": None, "files": 0, "bytes": 0, "entries": {}}
-    entries = {}
-    total = 0
-    for root, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            if name.startswith("."):
-                continue  # stamps, locks and hidden download caches are not part of the revision
-            full = os.path.join(root, name)
-            rel = os.path.relpath(full, path)
-            size = os.path.getsize(full)
-            total += size
-            entries[rel] = {"size": size, "sha256": file_checksum(full, size, mode, small)}
-    overall = hashlib.sha256()
-    for rel in sorted(entries):
-        overall.update(("%s\0%d\0%s\n" % (rel, entries[rel]["size"], entries[rel]["sha256"])).encode())
-    return {
-        "path": path,
-        "exists": True,
-        "digest": overall.hexdigest(),
-        "files": len(entries),
-        "bytes": total,
-        "entries": entries,
-    }
+from ansible_collections.kimi_k3.serving.plugins.module_utils.checkpoint_manifest import MIB, manifest
 
 
 def main():

@@ -30,6 +30,10 @@ description:
     returns once they are all listening; a detached process greets every connection and exits as soon as every
     expected host has said hello, or after O(listen_timeout) seconds. A port in use is left to its holder.
     M(kimi_k3.serving.preflight_probe) on the other hosts then connects.
+  - In the same round trip, for the stages after it in the run, it describes the checkpoint folders of
+    O(describe) (as M(kimi_k3.serving.model_manifest) does; the prerequisites stage compares them across
+    nodes) and reads the state of the units of O(units) (C(systemctl is-active); the engine stage restarts the
+    node 0 of a follower that is down). Neither is a check of its own.
 options:
   host:
     description: This host's inventory name (named in the problems).
@@ -86,6 +90,21 @@ options:
     description: Longest time the listeners stay up, in seconds.
     type: float
     default: 15
+  describe:
+    description: Checkpoint folders to describe (returned in RV(manifests)).
+    type: list
+    elements: path
+    default: []
+  describe_mode:
+    description: How much of each large file is hashed (M(kimi_k3.serving.model_manifest)'s O(mode)).
+    type: str
+    choices: [quick, full]
+    default: quick
+  units:
+    description: Units whose state to read (returned in RV(unit_states)).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - kimi_k3.serving.attributes.read_only
 author:
@@ -143,10 +162,22 @@ listener:
   returned: always
   type: dict
   sample: {"listened": [8100], "held": [], "errors": {}, "token": "6f1c0e52a9d3b471"}
+manifests:
+  description: One manifest per folder of O(describe), as M(kimi_k3.serving.model_manifest) returns them.
+  returned: always
+  type: list
+  elements: dict
+unit_states:
+  description: The state of each unit of O(units), in their order (C(systemctl is-active)'s lines).
+  returned: always
+  type: list
+  elements: str
+  sample: ["active"]
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.checkpoint_manifest import MIB, manifest
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_checks import (
     check_address,
     check_ports,
@@ -168,6 +199,18 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_listener
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_proxies import check_proxies
 
 
+def unit_states(module, units):
+    """systemctl is-active over ``units``: one state a unit, in their order ("unknown" without systemctl)."""
+    if not units:
+        return []
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return ["unknown"] * len(units)
+    _rc, out, _err = module.run_command([systemctl, "is-active"] + list(units))
+    states = out.split()
+    return (states + ["unknown"] * len(units))[: len(units)]
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -184,6 +227,9 @@ def main():
             "docker_client_config": {"type": "path", "default": "/root/.docker/config.json"},
             "listen": {"type": "list", "elements": "dict", "default": []},
             "listen_timeout": {"type": "float", "default": 15},
+            "describe": {"type": "list", "elements": "path", "default": []},
+            "describe_mode": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
+            "units": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -221,6 +267,8 @@ def main():
     if wanted("shm"):
         result["shm_bytes"] = shm_size()
         problems += check_shm(host, services, result["shm_bytes"], p["shm_bytes"])
+    result["manifests"] = [manifest(path, p["describe_mode"], 16 * MIB) for path in p["describe"]]
+    result["unit_states"] = unit_states(module, p["units"])
     if p["listen"]:
         # Last: the port check above has read the host without these sockets.
         result["listener"] = spawn_listener(p["listen"], host, p["listen_timeout"])

@@ -189,6 +189,17 @@ def test_node0_restarts(host, states, expected):
     assert plan_access.node0_restarts(PLAN, host, states) == expected
 
 
+def test_node0_restarts_takes_the_states_preflight_read_where_the_engine_stage_read_none():
+    # The engine stage skipped its own read (preflight's round trip read the same units).
+    assert plan_access.node0_restarts(PLAN, "n0", {"n1": SKIPPED}, {"n1": ["inactive", "active"]}) == ["engine"]
+    assert plan_access.node0_restarts(PLAN, "n0", {}, {"n1": ["active", "active"]}) == []
+    # What the engine stage read itself wins.
+    own = {"n1": result("active", "active")}
+    assert plan_access.node0_restarts(PLAN, "n0", own, {"n1": ["failed", "failed"]}) == []
+    with pytest.raises(plan_access.PlanAccessError, match="read_before"):
+        plan_access.node0_restarts(PLAN, "n0", {}, ["inactive"])
+
+
 def test_node0_restarts_pairs_states_with_vllm_followers_only():
     # A non-vllm service before the followers does not shift which state belongs to which follower.
     plan = plan_of(

@@ -6,7 +6,7 @@ import importlib
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._weights import manifest_differences
 
-model_manifest = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.model_manifest")
+model_manifest = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.module_utils.checkpoint_manifest")
 
 
 def make_checkpoint(root, big=3 * 1024 * 1024):
@@ -61,3 +61,34 @@ def test_missing_folder_is_reported_per_host(tmp_path):
     problems = manifest_differences({"n0": [present], "n1": [missing]})
     assert len(problems) == 1 and problems[0].startswith("host n1: model_weights_paths: ")
     assert "does not exist" in problems[0]
+
+
+def test_a_host_that_did_not_describe_again_is_compared_by_what_preflight_described(tmp_path):
+    a = make_checkpoint(tmp_path / "a")
+    b = make_checkpoint(tmp_path / "b")
+    (b / "config.json").write_text('{"num_attention_heads": 32}')
+    same = model_manifest.manifest(str(a), "quick", 1 << 24)
+    other = model_manifest.manifest(str(b), "quick", 1 << 24)
+    other["path"] = same["path"]
+    # n1 skipped its own description: preflight's is compared, and it differs.
+    problems = manifest_differences({"n0": [same], "n1": []}, {"n0": [same], "n1": [other]})
+    assert problems and "differs between n0 and n1" in problems[0]
+    # Its own description wins over preflight's.
+    assert manifest_differences({"n0": [same], "n1": [same]}, {"n1": [other]}) == []
+    # Neither: the folder is missing on n1.
+    assert manifest_differences({"n0": [same], "n1": []}, {})[0].startswith("host n1: ")
+
+
+def test_preflight_host_reads_unit_states_in_order():
+    preflight_host = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.preflight_host")
+
+    class Module:
+        def get_bin_path(self, name):
+            return "/bin/" + name
+
+        def run_command(self, argv):
+            assert argv == ["/bin/systemctl", "is-active", "k3-a.service", "k3-b.service"]
+            return 3, "active\nfailed\n", ""
+
+    assert preflight_host.unit_states(Module(), ["k3-a.service", "k3-b.service"]) == ["active", "failed"]
+    assert preflight_host.unit_states(Module(), []) == []

@@ -26,8 +26,8 @@ def host_services(plan, host, *, kind=None, runtime=None, role=None, name=None, 
 
 
 @filter_errors(label="node0_restarts")
-def node0_restarts(plan, host, follower_states):
-    return plan_access.node0_restarts(plan, host, follower_states)
+def node0_restarts(plan, host, follower_states, read_before=None):
+    return plan_access.node0_restarts(plan, host, follower_states, read_before)
 
 
 class Filters:

@@ -111,8 +111,11 @@ def _state_lines(value):
     return [str(v) for v in value]
 
 
-def node0_restarts(plan, host, follower_states):
+def node0_restarts(plan, host, follower_states, read_before=None):
     """Names of ``host``'s node 0 engines to restart because one of their followers is down.
+
+    ``read_before``: the same states read by an earlier stage of the run (preflight_host's
+    ``unit_states``), taken for a host whose ``follower_states`` entry holds none.
 
     ``follower_states``: host -> the result of ``systemctl is-active <unit>...`` over that host's
     follower engines (``host_services(plan, host, kind='vllm', followers=True)``, in that order):
@@ -125,9 +128,11 @@ def node0_restarts(plan, host, follower_states):
         follower_states = {}
     if not isinstance(follower_states, Mapping):
         raise PlanAccessError("follower_states: expected a mapping of host to systemctl is-active output")
+    if not isinstance(read_before or {}, Mapping):
+        raise PlanAccessError("read_before: expected a mapping of host to the follower states read before")
     down = set()
     for other in plan["hosts"]:
-        states = _state_lines(follower_states.get(other))
+        states = _state_lines(follower_states.get(other)) or _state_lines((read_before or {}).get(other))
         for index, svc in enumerate(host_services(plan, other, kind="vllm", followers=True)):
             if index < len(states) and states[index].strip() not in NOT_DOWN_STATES:
                 down.update(svc.get("after_started") or [])

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 
-def manifest_differences(per_host):
+def manifest_differences(per_host, described=None):
     """``per_host``: {host: [manifest, ...]} as kimi_k3.serving.model_manifest returns them.
+
+    ``described``: the same, from an earlier step of the run (preflight_host's ``manifests``), taken
+    for a host whose ``per_host`` entry is empty (it did not describe its folders again).
 
     Returns one problem string per missing folder and per folder whose revision differs between
     hosts, naming the hosts on each side and a few of the files that differ.
     """
+    described = described or {}
+    per_host = {host: manifests or described.get(host) or [] for host, manifests in per_host.items()}
     problems = []
     paths = []
     for manifests in per_host.values():
