@@ -39,13 +39,19 @@ def test_a_changed_byte_in_the_middle_needs_full_mode(tmp_path):
     assert full[0] != full[1]
 
 
-def test_differences_name_both_sides_and_the_files(tmp_path):
+def two_revisions(tmp_path):
+    """Manifests of two checkpoints at the same path that differ in config.json."""
     a = make_checkpoint(tmp_path / "a")
     b = make_checkpoint(tmp_path / "b")
     (b / "config.json").write_text('{"num_attention_heads": 32}')
     same = model_manifest.manifest(str(a), "quick", 1 << 24)
     other = model_manifest.manifest(str(b), "quick", 1 << 24)
     other["path"] = same["path"]
+    return same, other
+
+
+def test_differences_name_both_sides_and_the_files(tmp_path):
+    same, other = two_revisions(tmp_path)
     problems = manifest_differences({"n0": [same], "n1": [same], "n2": [other]})
     assert problems == [
         "%s differs between n0, n1 and n2: config.json. Fix: use identical checkpoint revisions on every node"
@@ -64,12 +70,7 @@ def test_missing_folder_is_reported_per_host(tmp_path):
 
 
 def test_a_host_that_did_not_describe_again_is_compared_by_what_preflight_described(tmp_path):
-    a = make_checkpoint(tmp_path / "a")
-    b = make_checkpoint(tmp_path / "b")
-    (b / "config.json").write_text('{"num_attention_heads": 32}')
-    same = model_manifest.manifest(str(a), "quick", 1 << 24)
-    other = model_manifest.manifest(str(b), "quick", 1 << 24)
-    other["path"] = same["path"]
+    same, other = two_revisions(tmp_path)
     # n1 skipped its own description: preflight's is compared, and it differs.
     problems = manifest_differences({"n0": [same], "n1": []}, {"n0": [same], "n1": [other]})
     assert problems and "differs between n0 and n1" in problems[0]
