@@ -14,12 +14,16 @@ description:
   - "K3ServiceDown (a target not scraped), K3TimeToFirstTokenHigh and K3InterTokenLatencyHigh (p99), K3KVCacheFull,
     K3RequestsWaiting, K3Preemptions and K3RouterFailedRequests, over the metric names the pinned vLLM and
     vllm-router expose."
+  - "A second group on the hardware, over the real metric names of dcgm-exporter, AMD's device-metrics-exporter,
+    the Ascend NPU Exporter and the node exporter: XID errors, row-remap failures, uncorrectable memory errors,
+    NVLink errors and thermal slowdown (NVIDIA), GPU health and uncorrectable ECC (AMD), NPU health, network,
+    link and HBM ECC (Ascend), RDMA ports down or counting errors, and filesystems nearly full."
   - "An unknown threshold, or a value of the wrong kind, fails naming it and the known ones."
 author: kimi_k3.serving maintainers (!UNKNOWN)
 options:
   _input:
     description: "Thresholds in place of the defaults: down_for, ttft_p99_seconds, itl_p99_seconds, kv_cache_usage,
-      waiting_requests, waiting_for, preemptions_per_second, router_errors_per_second, window."
+      waiting_requests, waiting_for, preemptions_per_second, router_errors_per_second, disk_free_ratio, window."
     type: dict
     required: false
 """

@@ -103,6 +103,9 @@ def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
     status, _body = request(FRONT_DOOR + "/v1/chat/completions", key, dict(chat, max_tokens=99999))
     assert status == 400
     rules = yaml.safe_load(on_mon("cat %s" % RULES))
+    # The hardware group reads the accelerator and node exporters, which the sandbox does not run:
+    # its rules are tested on recorded series (tests/unit/test_hardware_rules.py).
+    rules["groups"] = [group for group in rules["groups"] if group["name"] != "kimi-k3-hardware"]
     boards = {
         name: json.loads(on_mon("cat /var/lib/kimi-k3/dashboards/%s" % name))
         for name in ("kimi-k3-engines.json", "kimi-k3-router.json")
@@ -193,7 +196,8 @@ tests:
 
 def test_promtool_checks_the_rules_and_their_unit_tests_pass(cluster, tmp_path):
     out = on_mon("promtool check rules %s" % RULES)
-    assert "SUCCESS: %d rules found" % len(monitoring.alert_rules()["groups"][0]["rules"]) in out, out
+    count = sum(len(group["rules"]) for group in monitoring.alert_rules()["groups"])
+    assert "SUCCESS: %d rules found" % count in out, out
     tests = tmp_path / "k3-rules-test.yml"
     tests.write_text(PROMTOOL_TESTS % {"rules": RULES})
     adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)

@@ -15,8 +15,9 @@ test reads them from the real services of the sandbox).
   scrape them), as problems naming the service and the fix.
 - ``file_sd(targets)``: Prometheus' file-based service discovery groups, one file per job.
 - ``prometheus_config(...)``: a prometheus.yml that reads them.
-- ``alert_rules(thresholds)``: the rule groups (a service down, p99 TTFT and ITL, KV cache above
-  its limit, requests waiting, preemptions, the router's failed requests).
+- ``alert_rules(thresholds)``: the rule groups: the serving's (a service down, p99 TTFT and ITL,
+  KV cache above its limit, requests waiting, preemptions, the router's failed requests) and the
+  hardware's (accelerators, RDMA ports, disks: ``_hardware_rules.py``).
 - ``dashboards()``: Grafana dashboards (JSON) for the engines and the router.
 - ``expressions(rules, boards)``: every PromQL expression of both, named by where it is.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _profiles as profiles
 
 JOBS = ("vllm", "router", "metaservice")
@@ -75,6 +77,7 @@ DEFAULT_THRESHOLDS = {
     "waiting_for": "5m",
     "preemptions_per_second": 0.0,
     "router_errors_per_second": 0.0,
+    "disk_free_ratio": 0.1,
     "window": "5m",
 }
 
@@ -298,7 +301,12 @@ def alert_rules(thresholds=None):
             "annotations": {"summary": "the router on {{ $labels.k3_host }} fails {{ $value }} requests/s"},
         },
     ]
-    return {"groups": [{"name": "kimi-k3-serving", "rules": rules}]}
+    return {
+        "groups": [
+            {"name": "kimi-k3-serving", "rules": rules},
+            hardware.hardware_rules(w, t["disk_free_ratio"]),
+        ]
+    }
 
 
 def _panel(index, title, exprs, unit=None):
