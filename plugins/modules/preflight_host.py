@@ -96,7 +96,7 @@ options:
     elements: path
     default: []
   describe_mode:
-    description: How much of each large file is hashed (M(kimi_k3.serving.model_manifest)'s O(mode)).
+    description: How much of each large file is hashed (O(kimi_k3.serving.model_manifest#module:mode)).
     type: str
     choices: [quick, full]
     default: quick
