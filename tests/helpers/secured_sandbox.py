@@ -76,6 +76,9 @@ NOISE = (
     "var/lib/dhcp",
     "var/lib/private",
     "var/lib/dbus",
+    # Debian's daily dpkg-db-backup timer (at midnight) copies dpkg's database there on every host:
+    # the distribution's housekeeping, not the collection's (a run across midnight saw it).
+    "var/backups",
 )
 
 
