@@ -110,7 +110,7 @@ def cases():
         series("gpu_ecc_uncorrect_hdp", ecc, "0 0 0 2x10"),
         # Port 1 goes down at minute 4; port 2 was never active (an unused port): no alert.
         series("node_infiniband_state_id", port1, "4 4 4 4 1x10"),
-        series("node_infiniband_state_id", dict(port2), "1x12"),
+        series("node_infiniband_state_id", port2, "1x12"),
     ]
     gpu = {"gpu": "0"}
     tests = [

@@ -17,6 +17,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils import (
     preflight_proxies,
 )
 
+preflight_host = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.preflight_host")
 preflight_probe = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.preflight_probe")
 
 
@@ -829,3 +830,16 @@ def test_the_pairs_action_works_out_the_connections_on_the_controller_and_counts
     inside = [p for p in every["pairs"] if {p["src"], p["dst"]} <= {"dp1", "prefill"}]
     assert limited["untested"] == len(every["pairs"]) - len(inside) > 0
     assert limited["hosts"] == preflight_connections.probes(SANDBOX, hosts=["dp1", "prefill"])
+
+
+def test_preflight_host_reads_unit_states_in_order():
+    class Module:
+        def get_bin_path(self, name):
+            return "/bin/" + name
+
+        def run_command(self, argv):
+            assert argv == ["/bin/systemctl", "is-active", "k3-a.service", "k3-b.service"]
+            return 3, "active\nfailed\n", ""
+
+    assert preflight_host.unit_states(Module(), ["k3-a.service", "k3-b.service"]) == ["active", "failed"]
+    assert preflight_host.unit_states(Module(), []) == []

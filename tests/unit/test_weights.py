@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
-
+from ansible_collections.kimi_k3.serving.plugins.module_utils import checkpoint_manifest as model_manifest
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._weights import manifest_differences
-
-model_manifest = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.module_utils.checkpoint_manifest")
 
 
 def make_checkpoint(root, big=3 * 1024 * 1024):
@@ -78,18 +75,3 @@ def test_a_host_that_did_not_describe_again_is_compared_by_what_preflight_descri
     assert manifest_differences({"n0": [same], "n1": [same]}, {"n1": [other]}) == []
     # Neither: the folder is missing on n1.
     assert manifest_differences({"n0": [same], "n1": []}, {})[0].startswith("host n1: ")
-
-
-def test_preflight_host_reads_unit_states_in_order():
-    preflight_host = importlib.import_module("ansible_collections.kimi_k3.serving.plugins.modules.preflight_host")
-
-    class Module:
-        def get_bin_path(self, name):
-            return "/bin/" + name
-
-        def run_command(self, argv):
-            assert argv == ["/bin/systemctl", "is-active", "k3-a.service", "k3-b.service"]
-            return 3, "active\nfailed\n", ""
-
-    assert preflight_host.unit_states(Module(), ["k3-a.service", "k3-b.service"]) == ["active", "failed"]
-    assert preflight_host.unit_states(Module(), []) == []

@@ -28,7 +28,9 @@ names both.
 from __future__ import annotations
 
 GROUP = "kimi-k3-hardware"
-THERMAL_BITS = (0x20, 0x40)  # NVML's SwThermalSlowdown and HwThermalSlowdown
+# NVML's SwThermalSlowdown (0x20) and HwThermalSlowdown (0x40): adjacent bits, so floor(reasons / 0x20) % 4
+# is not 0 when either is set.
+THERMAL_LOW_BIT = 0x20
 
 
 def _rule(alert, expr, severity, summary, description, duration="0m"):
@@ -87,7 +89,7 @@ def _nvidia(window):
         _rule(
             "K3GpuThermalThrottling",
             "floor(max by (%s) (%s) / %d) %% 4 > 0"
-            % (by, _names("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS|DCGM_FI_DEV_CLOCKS_EVENT_REASONS"), THERMAL_BITS[0]),
+            % (by, _names("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS|DCGM_FI_DEV_CLOCKS_EVENT_REASONS"), THERMAL_LOW_BIT),
             "warning",
             "%s is slowed down for heat" % gpu,
             "Its clock event reasons hold the software or hardware thermal slowdown bit (0x20, 0x40) for "
