@@ -13,12 +13,13 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.k3-ready
 INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
+SANDBOX_NODE_EXPORTER := .cache/sandbox/node-exporter
 # Debian packages the test hosts install "from the distribution": they have no route out, and
 # tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
 # prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host, nginx for the
 # front door; the front door's tests also run this nginx on the controller, unpacked).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter
 PLAN_DIR ?= plan
 # Independent set-up steps (venvs, packages, test data, lint) run side by side, this many at once.
 SETUP_JOBS ?= 6
@@ -205,6 +206,11 @@ test-packages:
 test-data: venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
+	# The node exporter's program, unpacked from the distribution's package once and shared into the
+	# sandbox's hosts read-only (as the venvs are): installed on each host, its package would add a
+	# system user that the teardown test finds left behind.
+	rm -rf $(SANDBOX_NODE_EXPORTER) && mkdir -p $(SANDBOX_NODE_EXPORTER) && \
+	  dpkg-deb -x $(TEST_DEBS)/pool/prometheus-node-exporter_*.deb $(SANDBOX_NODE_EXPORTER)
 
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker), in the order

@@ -73,6 +73,10 @@ RO_BINDS=("$REPO/.venv/vllm" "$REPO/.venv/services" "$REPO/.venv/bench" "$REPO/.
 # already on the hosts", as a site's own certificate tooling would leave them.
 TLS_DIR=$SANDBOX_CACHE/tls
 RO_BINDS+=("$TLS_DIR")
+# The hosts' exporters: the node exporter's program (unpacked from the distribution's package by
+# make test-data) and the accelerator exporter's stand-in (a TEST DOUBLE: no GPU or NPU here) with
+# the recorded real page it serves.
+RO_BINDS+=("$SANDBOX_CACHE/node-exporter" "$REPO/tests/doubles" "$REPO/tests/unit/fixtures/exporters")
 # One certificate for the front door of every host set that can run (so a set coming up never
 # changes the files another set's hosts serve).
 TLS_SUBNETS=(10.77.0.0/24 10.77.1.0/24 10.77.2.0/24 10.77.3.0/24)

@@ -4,7 +4,8 @@ site.yml's monitoring stage installs them from the hosts' local Debian mirror an
 plan's targets, rules and dashboards (roles/monitoring). Here, against the running Prometheus:
 every planned target is up with the plan's labels; every expression of every alert rule and
 dashboard panel evaluates without error and returns series once requests went through the router
-(one of them failed by it, for its error counters); stopping an engine fires K3ServiceDown naming
+(one of them failed by it, for its error counters); a chip the NPU Exporter's stand-in reports
+unhealthy fires K3NpuUnhealthy naming host and chip, and it resolves; stopping an engine fires K3ServiceDown naming
 it, in Prometheus and in Alertmanager, and a re-run of site.yml resolves it; promtool checks the
 rules and runs unit tests of them. Needs root; the deployment is tests/helpers/cluster_sandbox.py's.
 """
@@ -81,13 +82,21 @@ def test_prometheus_scrapes_every_planned_target_with_the_plan_labels(cluster):
         (t["labels"]["job"], t["labels"]["k3_host"], t["labels"]["k3_service"], t["labels"]["k3_profile"])
         for t in active
     )
-    assert got == [
-        ("k3-metaservice", "k3-sb-front", "metaservice", "sandbox-cpu"),
-        ("k3-router", "k3-sb-front", "router", "sandbox-cpu"),
-        ("k3-vllm", "k3-sb-decode", "decode", "sandbox-cpu"),
-        ("k3-vllm", "k3-sb-dp0", "engine", "sandbox-cpu"),
-        ("k3-vllm", "k3-sb-prefill", "prefill", "sandbox-cpu"),
-    ]
+    engines = ("k3-sb-decode", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill")
+    hosts = ("k3-sb-decode", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-front", "k3-sb-prefill")
+    assert got == sorted(
+        [
+            ("k3-metaservice", "k3-sb-front", "metaservice", "sandbox-cpu"),
+            ("k3-router", "k3-sb-front", "router", "sandbox-cpu"),
+            ("k3-vllm", "k3-sb-decode", "decode", "sandbox-cpu"),
+            ("k3-vllm", "k3-sb-dp0", "engine", "sandbox-cpu"),
+            ("k3-vllm", "k3-sb-prefill", "prefill", "sandbox-cpu"),
+        ]
+        # The node exporter on every host, the accelerator exporter (here its stand-in) on every engine
+        # host: the headless follower k3-sb-dp1 too, its devices are its own.
+        + [("k3-node", h, "node-exporter", "sandbox-cpu") for h in hosts]
+        + [("k3-accelerator", h, "accelerator-exporter", "sandbox-cpu") for h in engines]
+    )
     # The router's listener is on its host's address (the plan added it), guarded by the firewall.
     assert "http://10.77.0.11:29000/metrics" in {t["scrapeUrl"] for t in active}
     assert request("http://10.77.0.11:29000/metrics")[0] == 200
@@ -103,9 +112,17 @@ def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
     status, _body = request(FRONT_DOOR + "/v1/chat/completions", key, dict(chat, max_tokens=99999))
     assert status == 400
     rules = yaml.safe_load(on_mon("cat %s" % RULES))
-    # The hardware group reads the accelerator and node exporters, which the sandbox does not run:
-    # its rules are tested on recorded series (tests/unit/test_hardware_rules.py).
-    rules["groups"] = [group for group in rules["groups"] if group["name"] != "kimi-k3-hardware"]
+    # The hardware group reads every vendor's exporter; the sandbox runs the node exporter and a
+    # stand-in of the NPU Exporter only, without RDMA ports: the NPU status rules must have series
+    # here, the others are tested on recorded series (tests/unit/test_hardware_rules.py).
+    hardware = next(group for group in rules["groups"] if group["name"] == "kimi-k3-hardware")
+    rules["groups"].remove(hardware)
+    npu = [
+        r["expr"] for r in hardware["rules"] if r["alert"] in ("K3NpuUnhealthy", "K3NpuNetworkDown", "K3NpuLinkDown")
+    ]
+    assert len(npu) == 3
+    for expr in npu:
+        assert wait("series of %s" % expr, lambda expr=expr: query(measured(expr)), timeout=60)
     boards = {
         name: json.loads(on_mon("cat /var/lib/kimi-k3/dashboards/%s" % name))
         for name in ("kimi-k3-engines.json", "kimi-k3-router.json")
@@ -242,3 +259,38 @@ def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(clu
     assert query("up") and get(PROMETHEUS + "/api/v1/alertmanagers")["data"]["activeAlertmanagers"]
     # Plain HTTP is not served.
     assert monitoring_request(PROMETHEUS.replace("https:", "http:") + "/api/v1/query?query=up")[0] == 400
+
+
+def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(cluster):
+    """The NPU Exporter's stand-in on k3-sb-prefill reports chip 3 unhealthy (the series its recorded
+    page has, with the value flipped): K3NpuUnhealthy fires naming the host and the chip, reaches
+    Alertmanager, and resolves when the chip is healthy again."""
+    overrides = "/run/k3-exporter-double/overrides"
+    adhoc(
+        "k3-sb-prefill",
+        "ansible.builtin.shell",
+        "mkdir -p %s && echo 'npu_chip_info_health_status id=3 0' > %s" % (overrides.rsplit("/", 1)[0], overrides),
+    )
+    try:
+        alerts = wait("K3NpuUnhealthy firing for k3-sb-prefill", lambda: firing("K3NpuUnhealthy", "k3-sb-prefill"))
+        assert [(a["labels"]["id"], a["labels"]["severity"]) for a in alerts] == [("3", "critical")]
+        assert alerts[0]["annotations"]["summary"] == "NPU 3 on k3-sb-prefill is unhealthy"
+        wait(
+            "Alertmanager holding K3NpuUnhealthy for k3-sb-prefill",
+            lambda: [
+                a
+                for a in get(ALERTMANAGER + "/api/v2/alerts")
+                if a["labels"].get("alertname") == "K3NpuUnhealthy" and a["labels"].get("k3_host") == "k3-sb-prefill"
+            ],
+            timeout=60,
+        )
+        # Only that chip of that host.
+        others = [
+            a["labels"]
+            for a in get(PROMETHEUS + "/api/v1/alerts")["data"]["alerts"]
+            if a["labels"]["alertname"].startswith("K3Npu")
+        ]
+        assert others == [alerts[0]["labels"]], others
+    finally:
+        adhoc("k3-sb-prefill", "ansible.builtin.file", "path=%s state=absent" % overrides)
+    wait("K3NpuUnhealthy resolved", lambda: not firing("K3NpuUnhealthy", "k3-sb-prefill"), timeout=60)

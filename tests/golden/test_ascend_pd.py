@@ -16,7 +16,7 @@ PLAN = "a3-pd-8p8d"
 SIDES = {
     # side: (fixture, hosts, first address octet, start port, rpc port, KV port)
     "prefill": ("a3_pd_prefill_template.sh", "a3pd-p%d", 20, 9000, 13389, 36000),
-    "decode": ("a3_pd_decode_template.sh", "a3pd-d%d", 40, 9100, 13489, 36200),
+    "decode": ("a3_pd_decode_template.sh", "a3pd-d%d", 40, 9200, 13489, 36200),
 }
 
 
@@ -96,6 +96,6 @@ def test_proxy_lists_every_engine():
         "--decoder-hosts",
         *d_hosts,
         "--decoder-ports",
-        *["9100"] * 8,
+        *["9200"] * 8,
     ]
     assert len(proxy["after"]) == 16

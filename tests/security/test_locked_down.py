@@ -279,6 +279,8 @@ def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed
         ("10.77.0.12", 8000),  # node 0 of the data-parallel engine
         ("10.77.0.14", 8100),  # prefill
         ("10.77.0.15", 8200),  # decode
+        ("10.77.0.12", 9100),  # the node exporter: the monitoring host and the admins only
+        ("10.77.0.12", 8082),  # the accelerator exporter (the sandbox's stand-in)
     ):
         assert connect(OUTSIDE, address, port) == "refused", (address, port)
     # SSH and every port the plan does not give a service are the site's business: still reachable.
@@ -291,6 +293,10 @@ def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
     assert connect("k3-sb-dp1", "10.77.0.12", 8000) == "open"  # follower to node 0
     assert connect("k3-sb-prefill", "10.77.0.11", 5000) == "open"  # prefill to the MetaService
     assert connect("k3-sb-prefill", "10.77.0.15", 8200) == "open"
+    # The exporters: the monitoring host scrapes them, the deployment's other hosts are refused.
+    assert connect("k3-sb-mon", "10.77.0.12", 9100) == "open"
+    assert connect("k3-sb-mon", "10.77.0.12", 8082) == "open"
+    assert connect("k3-sb-decode", "10.77.0.12", 9100) == "refused"
     # The controller (10.77.0.1) is in k3_client_networks: the front door answers it.
     assert request(FRONT_DOOR + "/v1/models", deployed["keys"][0])[0] == 200
 

@@ -84,7 +84,7 @@ def test_file_sd_groups_by_job_with_the_profile_label_and_the_scheme_of_a_tls_en
     targets = monitoring.scrape_targets(sandbox_plan("sandbox-cpu"))
     targets[0] = dict(targets[0], scheme="https")
     groups = monitoring.file_sd(targets, profile="sandbox-cpu")
-    assert set(groups) == {"vllm", "router", "metaservice"}
+    assert set(groups) == {"vllm", "router", "metaservice", "node", "accelerator"}
     assert sum(len(g) for g in groups.values()) == len(targets)
     first = next(g for gs in groups.values() for g in gs if g["targets"] == [targets[0]["address"]])
     assert first["labels"]["__scheme__"] == "https"
@@ -93,7 +93,13 @@ def test_file_sd_groups_by_job_with_the_profile_label_and_the_scheme_of_a_tls_en
 
 def test_prometheus_config_reads_one_file_per_job_the_rules_and_the_alertmanager():
     config = monitoring.prometheus_config("/etc/prometheus/k3", ["/etc/prometheus/k3-rules.yml"], ["10.0.0.9:9093"])
-    assert [j["job_name"] for j in config["scrape_configs"]] == ["k3-vllm", "k3-router", "k3-metaservice"]
+    assert [j["job_name"] for j in config["scrape_configs"]] == [
+        "k3-vllm",
+        "k3-router",
+        "k3-metaservice",
+        "k3-node",
+        "k3-accelerator",
+    ]
     assert config["scrape_configs"][0]["file_sd_configs"] == [{"files": ["/etc/prometheus/k3/vllm.json"]}]
     assert config["rule_files"] == ["/etc/prometheus/k3-rules.yml"]
     assert config["alerting"]["alertmanagers"][0]["static_configs"] == [{"targets": ["10.0.0.9:9093"]}]

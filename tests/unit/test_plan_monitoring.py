@@ -48,9 +48,14 @@ def test_a_monitoring_host_gets_the_router_listening_on_its_address_and_every_ta
     assert sorted(t["address"] for t in plan["monitoring"]["targets"]) == [
         "10.77.0.11:29000",
         "10.77.0.11:8088",
+        "10.77.0.11:9100",
         "10.77.0.12:8000",
+        "10.77.0.12:9100",
+        "10.77.0.13:9100",
         "10.77.0.14:8100",
+        "10.77.0.14:9100",
         "10.77.0.15:8200",
+        "10.77.0.15:9100",
     ]
     assert plan["monitoring"]["unreachable"] == []
     # The monitoring host runs nothing of the plan.

@@ -119,7 +119,8 @@ def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
     plan, groups = plan_and_groups(source)
     model = topology(plan, groups)
     keys = {n["key"] for n in model["nodes"]}
-    assert keys == {"%s/%s" % (h, s["name"]) for h, s in services(plan)}
+    # The exporters (every host's, apart from the serving) are in the services table, not drawn.
+    assert keys == {"%s/%s" % (h, s["name"]) for h, s in services(plan) if s["kind"] != "exporter"}
     assert {n["host"] for n in model["nodes"]} == set(plan["hosts"])
     # The KV path: one edge, from the prefill pool to the decode pool, exactly for P/D plans.
     kv = kv_edges(model)
@@ -264,7 +265,10 @@ def test_sandbox_picture_front_host_twice_dp_group_apart_from_the_router():
     assert group["label"][-1] == "its own API, not behind the endpoint"
     assert not [e for e in model["edges"] if e["head"] == node(model, "k3-sb-dp0/engine")["id"] and e["kind"] != "join"]
     rows = [(step, key) for step, key, _a, _s in start_order(plan)]
-    assert rows == [
+    # The exporters wait for nothing: each host's starts in the first step.
+    exporters = [(step, key) for step, key in rows if key.endswith("/node-exporter")]
+    assert exporters == [(1, "%s/node-exporter" % host) for host in plan["hosts"]]
+    assert [row for row in rows if row not in exporters] == [
         (1, "k3-sb-front/metaservice"),
         (1, "k3-sb-decode/decode"),
         (1, "k3-sb-dp0/engine"),

@@ -265,8 +265,8 @@ def _bad_after(plan):
 
 def _unknown_container_key(plan):
     host, svc = first_service(plan)
-    svc["container"]["cap_add"] = ["SYS_ADMIN"]
-    return "$.hosts[%r].services[0].container.cap_add: unknown key" % host
+    svc["container"]["cap_drop"] = ["ALL"]
+    return "$.hosts[%r].services[0].container.cap_drop: unknown key" % host
 
 
 def _port_out_of_range(plan):

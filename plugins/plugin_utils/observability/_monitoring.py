@@ -9,7 +9,8 @@ test reads them from the real services of the sandbox).
 - ``scrape_targets(plan)``: one target per service that serves metrics: every vLLM API server
   (``/metrics`` on its HTTP port; a headless follower has none, its node 0 reports for it), the
   router's Prometheus listener (``--prometheus-host``/``--prometheus-port``, vllm-router's default
-  127.0.0.1:29000 when the plan names none), the MetaService's metrics port. Each carries the labels
+  127.0.0.1:29000 when the plan names none), the MetaService's metrics port, the exporters (the
+  node exporter in job ``node``, the accelerators' in job ``accelerator``). Each carries the labels
   the rules and dashboards group by: ``k3_host``, ``k3_service``, ``k3_role``, ``k3_unit``.
 - ``unreachable_targets(targets)``: those that listen on the loopback only (another host cannot
   scrape them), as problems naming the service and the fix.
@@ -30,7 +31,7 @@ from urllib.parse import urlparse
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _profiles as profiles
 
-JOBS = ("vllm", "router", "metaservice")
+JOBS = ("vllm", "router", "metaservice", "node", "accelerator")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 ROUTER_DEFAULT_HOST = "127.0.0.1"
 ROUTER_DEFAULT_PORT = 29000
@@ -124,6 +125,9 @@ def scrape_targets(plan):
                 port = next((p["port"] for p in service.get("ports", []) if p["name"] == "metrics"), None)
                 if port:
                     entry = {"job": "metaservice", "address": "%s:%d" % (ip, port), "scheme": "http"}
+            elif kind == "exporter":
+                address = urlparse(service["url"]).netloc
+                entry = {"job": service["exporter"]["job"], "address": address, "scheme": "http"}
             if entry is None:
                 continue
             entry.update(host=host, ip=ip, service=service["name"], path="/metrics", labels=_labels(host, service))

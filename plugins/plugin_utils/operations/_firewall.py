@@ -9,6 +9,8 @@ included): it only decides about the ports the plan gives this host's services.
 - every planned port of the host: from the deployment's hosts (every plan host's address), the
   host itself, the inventory's monitoring hosts (plan ``monitoring.hosts``: they scrape every
   service's metrics) and ``k3_admin_networks`` (e.g. the Ansible controller);
+- the exporters' ports (node and accelerator metrics) only from the monitoring hosts,
+  ``k3_admin_networks`` and the host itself;
 - the endpoint's port (where clients send requests) also from ``k3_client_networks``;
 - anything else to those ports is refused with a TCP reset.
 """
@@ -50,6 +52,18 @@ def _elements(nets):
     return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
 
 
+def _admitted(ports, sources, names):
+    """The chain's lines for ``ports``: each (set, ports) source accepted, then a reset for the rest."""
+    if not ports:
+        return []
+    lines = []
+    for name, admitted in sources:
+        for family, match in (("4", "ip"), ("6", "ip6")):
+            if name + family in names:
+                lines.append("    tcp dport { %s } %s saddr @%s%s accept" % (", ".join(admitted), match, name, family))
+    return lines + ["    tcp dport { %s } reject with tcp reset" % ", ".join(ports)]
+
+
 def host_rules(plan, host, client_networks=(), admin_networks=()):
     """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
     clients = networks(list(client_networks), "k3_client_networks")
@@ -57,14 +71,17 @@ def host_rules(plan, host, client_networks=(), admin_networks=()):
     data = (plan.get("hosts") or {}).get(host)
     if data is None:
         return {"ports": [], "endpoint_ports": [], "ruleset": ""}
-    ports = [p for svc in data["services"] for p in svc.get("ports") or []]
+    ports = [p for svc in data["services"] if svc["kind"] != "exporter" for p in svc.get("ports") or []]
+    metrics = [p for svc in data["services"] if svc["kind"] == "exporter" for p in svc.get("ports") or []]
     endpoint = plan.get("endpoint") or {}
     endpoint_ports = []
     if endpoint.get("host") == host and endpoint.get("port"):
         endpoint_ports = [int(endpoint["port"])]
     watchers = [ipaddress.ip_network(m["ip"]) for m in (plan.get("monitoring") or {}).get("hosts") or []]
     deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + watchers + admins
+    scrapers = watchers + admins + [ipaddress.ip_network(data["ip"])] if metrics else []
     planned = _port_ranges(ports)
+    exported = _port_ranges(metrics)
     lines = [
         "#!/usr/sbin/nft -f",
         "# kimi_k3.serving: the planned ports of %s (profile %s), for the deployment only." % (host, plan["profile"]),
@@ -75,7 +92,7 @@ def host_rules(plan, host, client_networks=(), admin_networks=()):
         "table inet %s {" % TABLE,
     ]
     for family, version in (("4", 4), ("6", 6)):
-        for name, nets in (("deployment", deployment), ("clients", clients)):
+        for name, nets in (("deployment", deployment), ("clients", clients), ("monitoring", scrapers)):
             chosen = [n for n in nets if n.version == version]
             if chosen:
                 lines += [
@@ -89,18 +106,9 @@ def host_rules(plan, host, client_networks=(), admin_networks=()):
         "    type filter hook input priority filter - 10; policy accept;",
         '    iif "lo" accept',
     ]
-    if planned:
-        names = {line.split()[1] for line in lines if line.startswith("  set ")}
-        if endpoint_ports:
-            for family, match in (("4", "ip"), ("6", "ip6")):
-                if "clients" + family in names:
-                    lines.append(
-                        "    tcp dport { %s } %s saddr @clients%s accept"
-                        % (", ".join(str(p) for p in endpoint_ports), match, family)
-                    )
-        for family, match in (("4", "ip"), ("6", "ip6")):
-            if "deployment" + family in names:
-                lines.append("    tcp dport { %s } %s saddr @deployment%s accept" % (", ".join(planned), match, family))
-        lines.append("    tcp dport { %s } reject with tcp reset" % ", ".join(planned))
+    names = {line.split()[1] for line in lines if line.startswith("  set ")}
+    lines += _admitted(exported, [("monitoring", exported)], names)
+    endpoint_rule = [("clients", [str(p) for p in endpoint_ports])] if endpoint_ports else []
+    lines += _admitted(planned, endpoint_rule + [("deployment", planned)], names)
     lines += ["  }", "}", ""]
-    return {"ports": planned, "endpoint_ports": endpoint_ports, "ruleset": "\n".join(lines)}
+    return {"ports": planned + exported, "endpoint_ports": endpoint_ports, "ruleset": "\n".join(lines)}

@@ -73,6 +73,8 @@ def docker_options(container, name, env_file):
         opts += ["--device", dev]
     for vol in c.get("volumes") or []:
         opts += ["-v", vol]
+    for cap in c.get("cap_add") or []:
+        opts += ["--cap-add", cap]
     for opt in c.get("security_opt") or []:
         opts += ["--security-opt", opt]
     for grp in c.get("group_add") or []:

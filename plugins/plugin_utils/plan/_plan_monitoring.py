@@ -8,6 +8,9 @@ With a monitoring host in the inventory:
   default, 127.0.0.1, is out of another host's reach), with ``--prometheus-port`` (default 29000);
   its listener becomes a planned port (``metrics``), so the firewall guards it like the others;
 - the monitoring hosts are admitted to every planned port by the firewall (plan ``monitoring.hosts``);
+- every host gets the node exporter and every accelerator host its platform's exporter, as
+  services of kind ``exporter`` (plugin_utils/observability/_exporters.py; ``k3_exporters: false``
+  plans none);
 - ``monitoring.targets`` lists every metrics endpoint (plugin_utils/observability/_monitoring.py).
 
 Without one, nothing of the plan changes but an empty ``monitoring`` section.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _exporters as exporters
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _profiles as profiles
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_inputs import MONITORING_GROUP
@@ -68,6 +72,34 @@ class MonitoringMixin:
             port = int(port or monitoring.ROUTER_DEFAULT_PORT)
             if not any(p["port"] == port for p in service.get("ports") or []):
                 service.setdefault("ports", []).append({"name": "metrics", "port": port, "count": 1})
+
+    def add_exporters(self, hosts, rendered, plan_hosts, config_dir):
+        """The node exporter on every host, the platform's exporter on every accelerator host."""
+        if not self.deployment_value(hosts, "k3_exporters", True):
+            return
+        node_port = int(self.deployment_value(hosts, "k3_node_exporter_port", exporters.NODE_PORT))
+        settings = {
+            "port": self.deployment_value(hosts, "k3_accelerator_exporter_port"),
+            "image": self.deployment_value(hosts, "k3_accelerator_exporter_image"),
+            "command": self.deployment_value(hosts, "k3_accelerator_exporter_command"),
+        }
+        platform = self.profile.get("platform")
+        vendor = platform in exporters.ACCELERATORS or bool(settings["command"])
+        engines = {h for h, svc in rendered if svc["kind"] == "vllm"}
+        for host in hosts:
+            if host not in plan_hosts:
+                continue
+            ip = plan_hosts[host]["ip"]
+            planned = [exporters.node_exporter(ip, node_port)]
+            self.port_sources[(host, exporters.NODE, "metrics")] = ["k3_node_exporter_port"]
+            if host in engines and vendor:
+                runtime = "host" if self.hv(host, "k3_runtime") == "host" else "docker"
+                service = exporters.accelerator_exporter(platform, ip, settings, config_dir, runtime)
+                self.port_sources[(host, service["name"], "metrics")] = ["k3_accelerator_exporter_port"]
+                planned.append(service)
+            for service in planned:
+                rendered.append((host, service))
+                plan_hosts[host]["services"].append(service)
 
     def monitoring_section(self, plan, hosts):
         """plan["monitoring"]: the monitoring hosts and every target, with what cannot be scraped."""

@@ -192,8 +192,11 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, Fr
             front["state_dir"] = "%s/%s" % (params.get("state_dir") or "/var/lib/kimi-k3", "front-door")
             # Before the port checks: the front door's port must not collide with the host's others.
             endpoint = self.add_front_door(front, rendered, plan_hosts, endpoint, tls, config_dir)
-        self.check_rules(params, rendered)
         watchers = self.monitoring_hosts()
+        if watchers:
+            # Before the port checks: an exporter's port must not collide with the host's others.
+            self.add_exporters(hosts, rendered, plan_hosts, config_dir)
+        self.check_rules(params, rendered)
         if self.problems:
             raise self.error()
         # Before the key's launcher takes the router's argv[0] (vllm-router) over.
