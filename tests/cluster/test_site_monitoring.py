@@ -121,6 +121,16 @@ def test_every_rule_and_panel_expression_evaluates_and_returns_series(cluster):
         r["expr"] for r in hardware["rules"] if r["alert"] in ("K3NpuUnhealthy", "K3NpuNetworkDown", "K3NpuLinkDown")
     ]
     assert len(npu) == 3
+    # The hardware dashboard's panels that read what the sandbox runs: NPU status and temperature,
+    # the disks, the exporters' up.
+    board = json.loads(on_mon("cat /var/lib/kimi-k3/dashboards/kimi-k3-hardware.json"))
+    npu += [
+        t["expr"]
+        for panel in board["panels"]
+        for t in panel["targets"]
+        if re.search(r"npu_chip_info|node_filesystem|k3-node", t["expr"])
+    ]
+    assert len(npu) >= 8, npu
     for expr in npu:
         assert wait("series of %s" % expr, lambda expr=expr: query(measured(expr)), timeout=60)
     boards = {

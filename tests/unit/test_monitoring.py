@@ -16,6 +16,8 @@ import pytest
 from conftest import ROOT, example_names, example_plan
 from test_plan_schema import sandbox_plan
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _exporters as exporters
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
@@ -138,7 +140,7 @@ def test_thresholds_change_the_rules_and_a_wrong_one_is_refused_by_name():
 
 def test_dashboards_have_their_panels_on_a_grid_and_a_datasource_variable():
     boards = monitoring.dashboards()
-    assert sorted(boards) == ["kimi-k3-engines.json", "kimi-k3-router.json"]
+    assert sorted(boards) == ["kimi-k3-engines.json", "kimi-k3-hardware.json", "kimi-k3-router.json"]
     for board in boards.values():
         ids = [p["id"] for p in board["panels"]]
         assert ids == list(range(1, len(ids) + 1))
@@ -146,6 +148,31 @@ def test_dashboards_have_their_panels_on_a_grid_and_a_datasource_variable():
         assert len(cells) == len(board["panels"])  # no two panels on one place
         assert board["templating"]["list"][0]["name"] == "datasource"
         assert all(t["expr"] for p in board["panels"] for t in p["targets"])
+
+
+def test_the_hardware_board_reads_the_exporters_real_names_per_host_and_device():
+    """Each metric a hardware panel reads is on a recorded exporter page or read by a hardware alert
+    (those are tested on recorded series), and each name pattern matches one of those; every panel
+    keeps k3_host in its legend."""
+    pages = Path(__file__).parent / "fixtures" / "exporters"
+    known = set().union(*(exposed(page) for page in pages.glob("*.prom")))
+    alerts = " ".join(r["expr"] for r in hardware.hardware_rules()["rules"])
+    known |= set(re.findall(r"\b(?:DCGM_FI_[A-Z_]+|npu_chip_info_[a-z_]+|node_[a-z_]+)\b", alerts))
+    # And the counters the collection asks dcgm-exporter for (the NVLink error counters among them).
+    known |= {field for field, _type, _help in exporters.DCGM_COUNTERS}
+    board = monitoring.dashboards()["kimi-k3-hardware.json"]
+    names, patterns = set(), set()
+    for panel in board["panels"]:
+        for target in panel["targets"]:
+            assert "k3_host" in target["legendFormat"], (panel["title"], target)
+            expr = target["expr"]
+            patterns |= set(re.findall(r'__name__=~"([^"]+)"', expr))
+            names |= set(re.findall(r"\b(?:DCGM_FI_[A-Z_]+|npu_chip_info_[a-z_]+|node_[a-z_]+)\b", expr))
+    assert len(names) >= 7, names
+    assert names - known == set()
+    # The AMD health pattern: read by the K3AmdGpuUnhealthy alert; the NVLink one: its four counters.
+    for pattern in patterns:
+        assert pattern in alerts or any(re.fullmatch(pattern, n) for n in known), pattern
 
 
 def balanced(expr):

@@ -19,7 +19,8 @@ test reads them from the real services of the sandbox).
 - ``alert_rules(thresholds)``: the rule groups: the serving's (a service down, p99 TTFT and ITL,
   KV cache above its limit, requests waiting, preemptions, the router's failed requests) and the
   hardware's (accelerators, RDMA ports, disks: ``_hardware_rules.py``).
-- ``dashboards()``: Grafana dashboards (JSON) for the engines and the router.
+- ``dashboards()``: Grafana dashboards (JSON) for the engines, the router and the hardware
+  (accelerators, RDMA ports, disks: ``_hardware_board.py``).
 - ``expressions(rules, boards)``: every PromQL expression of both, named by where it is.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_board as hardware_board
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _profiles as profiles
 
@@ -345,7 +347,7 @@ def _dashboard(uid, title, panels):
 
 
 def dashboards(window="5m"):
-    """{file name: Grafana dashboard}: the engines' and the router's."""
+    """{file name: Grafana dashboard}: the engines', the router's and the hardware's."""
     who = "{{k3_service}} {{k3_host}}"
     by = "k3_host, k3_service"
     engines = _dashboard(
@@ -427,7 +429,8 @@ def dashboards(window="5m"):
             ("Up", [('up{job=~"k3-router|k3-metaservice"}', "{{k3_service}} {{k3_host}}")]),
         ],
     )
-    return {"kimi-k3-engines.json": engines, "kimi-k3-router.json": router}
+    hardware_dashboard = _dashboard("kimi-k3-hardware", "Kimi-K3 accelerators and hosts", hardware_board.panels(window))
+    return {"kimi-k3-engines.json": engines, "kimi-k3-router.json": router, "kimi-k3-hardware.json": hardware_dashboard}
 
 
 def expressions(rules, boards):
