@@ -17,7 +17,11 @@ description:
     the password file Prometheus reaches Alertmanager with, the TLS certificate, key and CA copied from where
     the site put them (group prometheus), and the ARGS line of each daemon's settings file (a change
     restarts it)."
-  - "The units to run (install mode) and the key values the module masks."
+  - "In install mode: Alertmanager's configuration (the receivers of monitoring_receivers, routed with
+    continue, grouped by alert and host; checked by amtool; 0640, group prometheus; a change reloads it),
+    named in Alertmanager's ARGS."
+  - "The units to run (install mode) and the key values the module masks (the password, the receivers'
+    credentials)."
 author: kimi_k3.serving maintainers (!UNKNOWN)
 options:
   _input:
@@ -28,8 +32,8 @@ options:
     description:
       - "The monitoring role's settings, without their monitoring_ prefix - mode, targets_dir, dashboards_dir,
         rules_file, config_file, scrape_interval, thresholds, alertmanagers, services, web_user, web_password,
-        web_config_file, web_password_file, web_defaults_files, web_tls_cert, web_tls_key, web_tls_ca.
-        A missing one is named in the error."
+        web_config_file, web_password_file, web_defaults_files, web_tls_cert, web_tls_key, web_tls_ca,
+        receivers, route, alertmanager_config_file. A missing one is named in the error."
     type: dict
     required: true
 """

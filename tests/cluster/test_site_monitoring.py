@@ -6,7 +6,8 @@ every planned target is up with the plan's labels; every expression of every ale
 dashboard panel evaluates without error and returns series once requests went through the router
 (one of them failed by it, for its error counters); a chip the NPU Exporter's stand-in reports
 unhealthy fires K3NpuUnhealthy naming host and chip, and it resolves; stopping an engine fires K3ServiceDown naming
-it, in Prometheus and in Alertmanager, and a re-run of site.yml resolves it; promtool checks the
+it, in Prometheus and in Alertmanager, which posts it to the sandbox's webhook receiver (a server
+of this test on the controller), and a re-run of site.yml resolves it there too; promtool checks the
 rules and runs unit tests of them. Needs root; the deployment is tests/helpers/cluster_sandbox.py's.
 """
 
@@ -15,8 +16,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
@@ -34,6 +37,8 @@ MON = "k3-sb-mon"
 PROMETHEUS = "https://10.77.0.18:9090"
 ALERTMANAGER = "https://10.77.0.18:9093"
 RULES = "/etc/prometheus/kimi-k3-rules.yml"
+# Where the sandbox's Alertmanager sends its notifications (inventories/sandbox: monitoring_receivers).
+WEBHOOK_PORT = 19093
 
 
 def get(url):
@@ -161,7 +166,52 @@ def firing(alertname, host):
     ]
 
 
+class Webhook:
+    """The sandbox's alert receiver (monitoring_receivers: a webhook to the controller, 10.77.0.1):
+    records every notification Alertmanager posts while a test runs."""
+
+    def __init__(self, port=WEBHOOK_PORT):
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                received.append((self.path, json.loads(body)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_args):
+                pass
+
+        self.server = ThreadingHTTPServer(("10.77.0.1", port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def notified(self, alertname, host, status):
+        """The notifications of ``status`` (firing, resolved) that carry that alert of that host."""
+        return [
+            body
+            for _path, body in self.received
+            if body.get("status") == status
+            and any(
+                a["labels"].get("alertname") == alertname and a["labels"].get("k3_host") == host
+                for a in body.get("alerts", [])
+            )
+        ]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 def test_a_stopped_engine_fires_service_down_naming_it_then_a_rerun_resolves_it(cluster):
+    webhook = Webhook()
+    try:
+        stopped_engine_fires_and_resolves(webhook)
+    finally:
+        webhook.close()
+
+
+def stopped_engine_fires_and_resolves(webhook):
     adhoc("k3-sb-decode", "ansible.builtin.systemd_service", "name=k3-decode state=stopped")
     alerts = wait("K3ServiceDown firing for k3-sb-decode", lambda: firing("K3ServiceDown", "k3-sb-decode"))
     assert alerts[0]["labels"]["k3_service"] == "decode" and alerts[0]["labels"]["severity"] == "critical"
@@ -183,8 +233,21 @@ def test_a_stopped_engine_fires_service_down_naming_it_then_a_rerun_resolves_it(
         for a in get(PROMETHEUS + "/api/v1/alerts")["data"]["alerts"]
         if a["labels"]["alertname"] == "K3ServiceDown"
     } == {"k3-sb-decode"}
+    # And its receiver got it: the webhook of monitoring_receivers, from Alertmanager.
+    sent = wait(
+        "the webhook receiving K3ServiceDown for k3-sb-decode",
+        lambda: webhook.notified("K3ServiceDown", "k3-sb-decode", "firing"),
+        timeout=60,
+    )
+    assert sent[0]["receiver"] == "sandbox-webhook" and sent[0]["groupLabels"]["k3_host"] == "k3-sb-decode"
     playbook("site.yml")
     wait("K3ServiceDown resolved for k3-sb-decode", lambda: not firing("K3ServiceDown", "k3-sb-decode"), timeout=120)
+    # The resolution reaches the receiver too (send_resolved, within the route's group_interval).
+    wait(
+        "the webhook receiving the resolution",
+        lambda: webhook.notified("K3ServiceDown", "k3-sb-decode", "resolved"),
+        timeout=90,
+    )
 
 
 PROMTOOL_TESTS = """

@@ -34,6 +34,9 @@ SETTINGS = {
     "web_tls_cert": "/srv/site/tls/mon.pem",
     "web_tls_key": "/srv/site/tls/mon.key",
     "web_tls_ca": "/srv/site/tls/ca.pem",
+    "receivers": [],
+    "route": {},
+    "alertmanager_config_file": "/etc/prometheus/kimi-k3-alertmanager.yml",
 }
 
 
@@ -57,6 +60,7 @@ def test_with_tls_every_file_is_there_in_an_order_promtool_can_check(plan):
         files.WEB_CA,
         SETTINGS["web_password_file"],
         SETTINGS["web_config_file"],
+        SETTINGS["alertmanager_config_file"],
         *SETTINGS["web_defaults_files"],
     ]
     assert paths[len(jobs) : len(jobs) + len(web_files)] == web_files
@@ -99,21 +103,35 @@ def test_each_file_has_the_bytes_mode_group_and_effect_the_role_gave_it(plan):
     assert web_config["secret"] and web_config["group"] == "prometheus" and web_config["mode"] == "0640"
     assert yaml.safe_load(web_config["content"]) == web.web_config("kimi-k3", PASSWORD, files.WEB_CERT, files.WEB_KEY)
     assert PASSWORD not in web_config["content"]
+    args = {
+        "prometheus": "--web.config.file=/etc/prometheus/kimi-k3-web.yml",
+        "prometheus-alertmanager": "--web.config.file=/etc/prometheus/kimi-k3-web.yml "
+        "--config.file=/etc/prometheus/kimi-k3-alertmanager.yml",
+    }
     for defaults, unit in zip(SETTINGS["web_defaults_files"], SETTINGS["services"], strict=True):
         assert staged[defaults] == {
             "path": defaults,
             "service": unit,
             "change": "restart",
             "mode": "0644",
-            "line": 'ARGS="--web.config.file=/etc/prometheus/kimi-k3-web.yml"',
+            "line": 'ARGS="%s"' % args[unit],
             "regexp": "^ARGS=",
         }
+    # Without receivers the alerts stay in Alertmanager: a file without credentials, shown in a diff.
+    manager = staged[SETTINGS["alertmanager_config_file"]]
+    assert manager["change"] == "reload" and manager["validate"] == "amtool check-config %s"
+    assert manager["group"] == "prometheus" and manager["mode"] == "0640" and "secret" not in manager
+    assert yaml.safe_load(manager["content"])["receivers"] == [{"name": "kimi-k3-none"}]
 
 
 def test_without_a_password_there_are_no_web_files_and_prometheus_reaches_alertmanager_plainly(plan):
     staged = files.monitoring_files(plan, dict(SETTINGS, web_password=""))
     paths = {f["path"] for f in staged["files"]}
     assert not paths & {files.WEB_CERT, files.WEB_KEY, SETTINGS["web_config_file"], "/etc/default/prometheus"}
+    # Alertmanager's ARGS still name the collection's configuration (its receivers).
+    assert by_path(staged)["/etc/default/prometheus-alertmanager"]["line"] == (
+        'ARGS="--config.file=/etc/prometheus/kimi-k3-alertmanager.yml"'
+    )
     config = yaml.safe_load(by_path(staged)[SETTINGS["config_file"]]["content"])
     assert "basic_auth" not in config["alerting"]["alertmanagers"][0] and staged["secrets"] == []
 

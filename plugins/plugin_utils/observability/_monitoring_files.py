@@ -4,11 +4,13 @@
 
 The targets (one file-based service discovery file per job: Prometheus reads a changed one by
 itself), the alert rules and prometheus.yml (checked by promtool; a change reloads Prometheus),
-the Grafana dashboards, and behind credentials (``install`` mode with a password) the web
-configuration of both daemons, the password Prometheus reaches Alertmanager with, the TLS
-certificate, key and CA copied from where the site put them (readable by the ``prometheus``
-group; both daemons read them again by themselves) and the ``ARGS`` line of each daemon's
-distribution settings file (a change restarts that daemon). The contents are formatted as the
+the Grafana dashboards, in ``install`` mode Alertmanager's configuration (where the alerts go:
+``_alertmanager.py``; checked by amtool, 0640 for the ``prometheus`` group, a change reloads it),
+and behind credentials (``install`` mode with a password) the web configuration of both daemons,
+the password Prometheus reaches Alertmanager with, the TLS certificate, key and CA copied from
+where the site put them (readable by the ``prometheus`` group; both daemons read them again by
+themselves). The ``ARGS`` line of each daemon's distribution settings file names the collection's
+files (a change restarts that daemon). The contents are formatted as the
 roles always wrote them (``to_nice_json`` / ``to_nice_yaml``), so a re-run changes nothing.
 """
 
@@ -18,6 +20,7 @@ import os
 
 from ansible.plugins.filter.core import to_nice_json, to_nice_yaml
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _alertmanager as alertmanager
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_web as web
 
@@ -46,7 +49,11 @@ REQUIRED = (
     "web_tls_cert",
     "web_tls_key",
     "web_tls_ca",
+    "receivers",
+    "route",
+    "alertmanager_config_file",
 )
+ALERTMANAGER = "prometheus-alertmanager"
 
 
 def _yaml(data):
@@ -90,18 +97,41 @@ def _web_files(conf, tls):
             validate="promtool check web-config %s",
         )
     )
-    # Both read the web configuration again at every request; the flag itself needs a restart.
-    for defaults in conf["web_defaults_files"]:
-        files.append(
-            _file(
-                defaults,
-                service=os.path.basename(defaults),
-                change="restart",
-                line='ARGS="--web.config.file=%s"' % conf["web_config_file"],
-                regexp="^ARGS=",
-            )
-        )
     return files, client
+
+
+def _args_files(conf, with_web):
+    """Each daemon's ARGS line: the web configuration (with a password), Alertmanager's own file.
+
+    Both read their files again by themselves (or on a reload); a changed flag needs a restart.
+    """
+    files = []
+    for defaults in conf["web_defaults_files"]:
+        service = os.path.basename(defaults)
+        flags = ["--web.config.file=%s" % conf["web_config_file"]] if with_web else []
+        if service == ALERTMANAGER:
+            flags.append("--config.file=%s" % conf["alertmanager_config_file"])
+        if flags:
+            line = 'ARGS="%s"' % " ".join(flags)
+            files.append(_file(defaults, service=service, change="restart", line=line, regexp="^ARGS="))
+    return files
+
+
+def _alertmanager_file(conf):
+    """Alertmanager's configuration (its receivers hold credentials): (file, secrets)."""
+    config, secrets = alertmanager.alertmanager_config(conf["receivers"], conf["route"])
+    item = _file(
+        conf["alertmanager_config_file"],
+        _yaml(config),
+        service=ALERTMANAGER,
+        change="reload",
+        group=GROUP,
+        mode="0640",
+        validate="amtool check-config %s",
+    )
+    if secrets:
+        item["secret"] = True
+    return item, secrets
 
 
 def monitoring_files(plan, settings):
@@ -124,6 +154,10 @@ def monitoring_files(plan, settings):
         web_files, client = _web_files(conf, tls)
         files += web_files
         secrets.append(conf["web_password"])
+    if install:
+        manager, manager_secrets = _alertmanager_file(conf)
+        files += [manager] + _args_files(conf, with_web)
+        secrets += manager_secrets
     rules = _file(conf["rules_file"], _yaml(monitoring.alert_rules(conf["thresholds"] or None)), change="reload")
     if install:
         rules["validate"] = "promtool check rules %s"
