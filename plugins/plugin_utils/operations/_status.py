@@ -8,21 +8,26 @@ Input, per inventory host, what status.yml gathered there:
 - ``drift``: the services whose unit, environment or configuration files on the host differ from
   what the plan renders (the install step of service_unit in check mode: edited by hand, or the
   inventory changed and was not applied);
-- ``unplanned``: the collection's units on the host that the plan no longer has.
+- ``unplanned``: the collection's units on the host that the plan no longer has;
+- ``accelerators``: the page of each accelerator exporter of the host, by service name (its
+  devices' health now: ``observability/_accelerator_health.py``).
 
 A host of the plan with no entry was not reached. Problems: a service not running, a health URL
 that does not answer 200, a running argv that is not the planned one, a unit reload pending, files
-that differ, an unplanned unit, an unreachable host.
+that differ, an unplanned unit, an unreachable host, an accelerator that is not healthy (the
+accelerator exporter's row says how many devices it reports and which are not).
 """
 
 from __future__ import annotations
 
-COLUMNS = ("HOST", "SERVICE", "UNIT", "STATE", "HEALTH", "RESTARTS", "ARGV", "FILES", "VERSION")
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._accelerator_health import device_health
+
+COLUMNS = ("HOST", "SERVICE", "UNIT", "STATE", "HEALTH", "RESTARTS", "ARGV", "FILES", "VERSION", "DEVICES")
 
 
 def _row(host, planned, report, drifted):
     if report is None:
-        return [host, planned["name"], planned["unit"], "unreachable", "-", "-", "-", "-", "-"], [
+        return [host, planned["name"], planned["unit"], "unreachable", "-", "-", "-", "-", "-", "-"], [
             "%s: host not reached (service %s unknown)" % (host, planned["name"])
         ]
     problems = []
@@ -61,8 +66,25 @@ def _row(host, planned, report, drifted):
         argv,
         files,
         report.get("version") or "-",
+        "-",
     ]
     return row, problems
+
+
+def _devices(host, planned, pages):
+    """The DEVICES cell of an accelerator exporter's row, and a problem per device not healthy."""
+    if (planned.get("exporter") or {}).get("job") != "accelerator":
+        return "-", []
+    page = (pages or {}).get(planned["name"])
+    if not page:
+        return "no page", ["%s/%s: its metrics page could not be read" % (host, planned["name"])]
+    health = device_health(page)
+    problems = [
+        "%s: %s is %s (%s): drain its engine group before it fails requests"
+        % (host, u["device"], u["reason"], planned["name"])
+        for u in health["unhealthy"]
+    ]
+    return health["summary"], problems
 
 
 def report(plan, gathered, hosts=None):
@@ -80,14 +102,17 @@ def report(plan, gathered, hosts=None):
         for planned in data.get("services") or []:
             report_ = None if got is None else by_name.get(planned["name"])
             if got is not None and report_ is None:
-                row = [host, planned["name"], planned["unit"], "not reported", "-", "-", "-", "-", "-"]
+                row = [host, planned["name"], planned["unit"], "not reported", "-", "-", "-", "-", "-", "-"]
                 found = ["%s/%s: not reported by the host" % (host, planned["name"])]
             else:
                 row, found = _row(host, planned, report_, planned["name"] in drift)
+                if report_ is not None:
+                    row[-1], more = _devices(host, planned, got.get("accelerators"))
+                    found += more
             rows.append(row)
             problems += found
         for unit in (got or {}).get("unplanned") or []:
-            rows.append([host, "-", unit, "unplanned", "-", "-", "-", "-", "-"])
+            rows.append([host, "-", unit, "unplanned", "-", "-", "-", "-", "-", "-"])
             problems.append(
                 "%s: unit %s is the collection's but not in the plan (a service the inventory no longer has): "
                 "playbooks/remove_node.yml or teardown.yml removes it" % (host, unit)
