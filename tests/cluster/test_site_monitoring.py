@@ -337,7 +337,7 @@ def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(clu
 def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(cluster):
     """The NPU Exporter's stand-in on k3-sb-prefill reports chip 3 unhealthy (the series its recorded
     page has, with the value flipped): K3NpuUnhealthy fires naming the host and the chip, reaches
-    Alertmanager, and resolves when the chip is healthy again."""
+    Alertmanager, status.yml names the chip, and the alert resolves when the chip is healthy again."""
     overrides = "/run/k3-exporter-double/overrides"
     adhoc(
         "k3-sb-prefill",
@@ -364,6 +364,11 @@ def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(clu
             if a["labels"]["alertname"].startswith("K3Npu")
         ]
         assert others == [alerts[0]["labels"]], others
+        # status.yml reads the same page on the host: the chip is a problem naming host and chip.
+        out = playbook("playbooks/status.yml", check=False)
+        assert out.returncode != 0
+        assert "k3-sb-prefill: NPU 3 is unhealthy (accelerator-exporter)" in out.stdout, out.stdout[-3000:]
+        assert "1 of 8 unhealthy: NPU 3 unhealthy" in out.stdout
     finally:
         adhoc("k3-sb-prefill", "ansible.builtin.file", "path=%s state=absent" % overrides)
     wait("K3NpuUnhealthy resolved", lambda: not firing("K3NpuUnhealthy", "k3-sb-prefill"), timeout=60)
