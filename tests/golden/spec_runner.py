@@ -81,6 +81,15 @@ def run_script(text: str, args=(), env=None, substitutions=None, programs=("vllm
     }
 
 
+# The collection's own addition to the recipes' containers (NVIDIA, ROCm): the compile caches on a
+# host folder mounted at /kimi-k3-cache, so that a restart does not compile again.
+COMPILE_CACHE_ENV = {
+    "VLLM_CACHE_ROOT": "/kimi-k3-cache/vllm",
+    "TORCHINDUCTOR_CACHE_DIR": "/kimi-k3-cache/inductor",
+    "TRITON_CACHE_DIR": "/kimi-k3-cache/triton",
+}
+
+
 def expected_env_from_plan(service):
     """What a plan service's environment looks like after its launch script ran."""
     env = dict(service["env"])

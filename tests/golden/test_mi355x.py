@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import example_plan, service
-from spec_runner import assert_same_argv, expected_env_from_plan, run_script, spec_text
+from spec_runner import COMPILE_CACHE_ENV, assert_same_argv, expected_env_from_plan, run_script, spec_text
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 
@@ -71,7 +71,9 @@ def test_workers_match_spec_script(row):
         svc = service(plan, host, role)
         want = run_script(script, args=[role], env=dict(SITE, ROUTER_IP=router_ip, WORKER_IP=ip))
         assert_same_argv(svc["argv"], want["argv"])
-        assert expected_env_from_plan(svc) == want["env"]
+        # The spec script's environment, and the collection's compile caches on top (nothing else).
+        assert expected_env_from_plan(svc) == dict(want["env"], **COMPILE_CACHE_ENV)
+        assert "%s/%s:/kimi-k3-cache" % ("/var/cache/kimi-k3", svc["name"]) in svc["container"]["volumes"]
         assert svc["after"] == ["mi355x-router/router"]
         assert svc["image"] == "vllm/vllm-openai-rocm:nightly"
 

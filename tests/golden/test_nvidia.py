@@ -15,6 +15,7 @@ import json
 
 import pytest
 from conftest import example_plan, service
+from spec_runner import COMPILE_CACHE_ENV
 
 SPEC = (
     '{"model":"/models/Kimi-K3-speculator.dspark","num_speculative_tokens":8,"method":"dspark",'
@@ -49,6 +50,8 @@ BLACKWELL_ENV = {
     "VLLM_ENGINE_READY_TIMEOUT_S": "3600",
     "VLLM_USE_V2_MODEL_RUNNER": "1",
     "VLLM_USE_RUST_FRONTEND": "1",
+    # Not the builder's: the collection's compile caches on the host (spec_runner.COMPILE_CACHE_ENV).
+    **COMPILE_CACHE_ENV,
 }
 NIXL = '{"kv_connector":"NixlConnector","kv_role":"%s","kv_load_failure_policy":"fail"}'
 MNNVL = {"NCCL_MNNVL_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1", "NCCL_NVLS_ENABLE": "1"}
