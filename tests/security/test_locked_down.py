@@ -305,8 +305,12 @@ def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deploye
     for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode"):
         tables = adhoc(host, "ansible.builtin.command", "nft list tables")
         assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
-    # The headless follower has no planned port: no table.
-    assert "kimi_k3" not in adhoc("k3-sb-dp1", "ansible.builtin.command", "nft list tables").stdout
+    # The headless follower serves no port of its own: its table holds only its exporters', for the
+    # monitoring host and the admins.
+    rules = adhoc("k3-sb-dp1", "ansible.builtin.command", "nft list table inet kimi_k3").stdout
+    ports = {tuple(m.split(", ")) for m in re.findall(r"tcp dport \{ ([0-9, -]+) \}", rules)}
+    assert ports == {("8082", "9100")}, rules
+    assert "@monitoring4 accept" in rules and "@deployment4" not in rules, rules
     adhoc("k3-sb-prefill", "ansible.builtin.command", "nft delete table inet kimi_k3")
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
     again = playbook("site.yml", "--tags", "firewall", *deployed["args"])

@@ -21,12 +21,13 @@ from helpers.secured_sandbox import DEPLOYMENT, host_changes, request
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 ROUTER = "http://10.77.0.11:8000"
+# The exporters: the node exporter on every host, the accelerator exporter's stand-in on the engines'.
 SERVICES = {
-    "k3-sb-front": ["metaservice", "router", "front-door"],
-    "k3-sb-dp0": ["engine"],
-    "k3-sb-dp1": ["engine"],
-    "k3-sb-prefill": ["prefill"],
-    "k3-sb-decode": ["decode"],
+    "k3-sb-front": ["metaservice", "router", "front-door", "node-exporter"],
+    "k3-sb-dp0": ["engine", "node-exporter", "accelerator-exporter"],
+    "k3-sb-dp1": ["engine", "node-exporter", "accelerator-exporter"],
+    "k3-sb-prefill": ["prefill", "node-exporter", "accelerator-exporter"],
+    "k3-sb-decode": ["decode", "node-exporter", "accelerator-exporter"],
 }
 
 
@@ -45,10 +46,16 @@ def test_status_of_the_healthy_deployment_is_a_table_of_every_service(deployed):
     for row in rows:
         # STATE, ARGV (the plan's everywhere) and FILES (as the plan renders them).
         assert row[3] == "active/running" and row[6] == "plan" and row[7] == "plan", row
-        assert row[4] == ("n/a" if row[0] == "k3-sb-dp1" else "200"), row  # the follower has no URL
-    # Versions read from the virtualenvs, without importing: vLLM, vllm-router, memcache_hybrid.
+        follower = row[:2] == ["k3-sb-dp1", "engine"]
+        assert row[4] == ("n/a" if follower else "200"), row  # the follower has no URL
+    # Versions read from the virtualenvs, without importing: vLLM, vllm-router, memcache_hybrid (the
+    # exporters' programs have none to read); the accelerator exporter's devices, all healthy.
     for row in rows:
-        assert re.fullmatch(r"\d+\.\d+\S*", row[8]), row
+        if row[1].endswith("-exporter"):
+            assert row[8] == "-", row
+            assert " ".join(row[9:]) == ("8 healthy" if row[1] == "accelerator-exporter" else "-"), row
+        else:
+            assert re.fullmatch(r"\d+\.\d+\S*", row[8]) and row[9] == "-", row
     assert recap(out.stdout)["k3-sb-decode"]["changed"] == 0
 
 
@@ -112,6 +119,9 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
     # What it holds is real: the engine's journal and metrics, the router's health, versions.
     assert "Started k3-decode.service" in members["k3-sb-decode/journal/k3-decode.log"]
     assert "vllm:" in members["k3-sb-decode/http/decode-metrics.txt"]
+    # The exporters' pages (their health URL is their /metrics): the devices' state when it was taken.
+    assert "npu_chip_info_health_status" in members["k3-sb-decode/http/accelerator-exporter-health.txt"]
+    assert "node_filesystem_avail_bytes" in members["k3-sb-decode/http/node-exporter-health.txt"]
     assert members["k3-sb-front/http/router-health.txt"].startswith("HTTP 200")
     # vllm-router's Prometheus page is on a port of its own (29000), on its host's loopback.
     assert "vllm_router" in members["k3-sb-front/http/router-metrics.txt"]
