@@ -69,6 +69,15 @@ def inventory_input(path):
 
 
 @functools.cache
+def unpacked_program(package, program, folder):
+    """``program`` (e.g. usr/bin/promtool) of the Debian ``package`` the tests fetch (make test-data:
+    .cache/debian-debs), unpacked into ``folder``: the real tool, run on the controller."""
+    debs = sorted(DEBIAN_DEBS.glob("%s_*.deb" % package))
+    assert debs, "no %s package in .cache/debian-debs: make test-data fetches it" % package
+    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(folder)], check=True)
+    return Path(folder) / program
+
+
 def example_plan(name):
     return planner.build_plan(inventory_input(str(EXAMPLES / name / "hosts.yml")))
 

@@ -12,13 +12,12 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import unpacked_program
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _alertmanager as alertmanager
 
 pytestmark = pytest.mark.slow
 
-DEBS = ROOT / ".cache" / "debian-debs" / "pool"
 WEBHOOK = {"name": "ops", "type": "webhook", "url": "https://hooks.example.com/k3/s3cr3t-token"}
 SLACK = {"name": "chat", "type": "slack", "api_url": "https://hooks.slack.com/services/T0/B0/x1y2", "channel": "#k3"}
 PAGER = {
@@ -40,11 +39,7 @@ MAIL = {
 
 @pytest.fixture(scope="module")
 def amtool(tmp_path_factory):
-    debs = sorted(DEBS.glob("prometheus-alertmanager_*.deb"))
-    assert debs, "no prometheus-alertmanager package in %s: make test-data fetches it" % DEBS
-    root = tmp_path_factory.mktemp("alertmanager")
-    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(root)], check=True)
-    return root / "usr" / "bin" / "amtool"
+    return unpacked_program("prometheus-alertmanager", "usr/bin/amtool", tmp_path_factory.mktemp("alertmanager"))
 
 
 def check(amtool, tmp_path, config):

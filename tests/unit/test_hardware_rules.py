@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import unpacked_program
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
@@ -24,17 +24,12 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._met
 pytestmark = pytest.mark.slow
 
 PAGES = Path(__file__).parent / "fixtures" / "exporters"
-DEBS = ROOT / ".cache" / "debian-debs" / "pool"
 HOST = "gb300-n3"
 
 
 @pytest.fixture(scope="module")
 def promtool(tmp_path_factory):
-    debs = sorted(DEBS.glob("prometheus_*.deb"))
-    assert debs, "no prometheus package in %s: make test-data fetches it" % DEBS
-    root = tmp_path_factory.mktemp("prometheus")
-    subprocess.run(["dpkg-deb", "-x", str(debs[-1]), str(root)], check=True)
-    return root / "usr" / "bin" / "promtool"
+    return unpacked_program("prometheus", "usr/bin/promtool", tmp_path_factory.mktemp("prometheus"))
 
 
 @pytest.fixture(scope="module")
