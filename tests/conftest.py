@@ -23,7 +23,12 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plann
 
 # The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``);
 # the collection's built artifact and its dependencies (fixture ``artifact``, tests/collection).
-pytest_plugins = ["helpers.secured_sandbox", "helpers.cluster_sandbox", "helpers.collection_artifact"]
+pytest_plugins = [
+    "helpers.secured_sandbox",
+    "helpers.cluster_sandbox",
+    "helpers.collection_artifact",
+    "helpers.progress",
+]
 
 
 def ansible_env():

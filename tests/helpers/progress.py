@@ -1,0 +1,33 @@
+"""A line per test start and end in the file named by K3_TEST_PROGRESS (none when it is unset).
+
+make test runs its suites side by side and prints each one whole when it ends; this file is what
+tools/ci_watch.py reads to say, while they run, which tests are running and for how long.
+Every pytest-xdist worker appends to the same file, one short line per write.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+PROGRESS = os.environ.get("K3_TEST_PROGRESS")
+
+
+def _write(line):
+    with open(PROGRESS, "a", encoding="utf-8") as out:
+        out.write("%.0f %s\n" % (time.time(), line))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if PROGRESS:
+        _write("start %s" % nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if PROGRESS:
+        _write("end %s" % nodeid)
+
+
+def pytest_runtest_logreport(report):
+    if PROGRESS and report.outcome == "failed":
+        _write("failed %s (%s, %.0f s)" % (report.nodeid, report.when, report.duration))
