@@ -2,13 +2,15 @@
 """Watch a run of make test: say every few minutes which tests are running, and stop it at a budget.
 
     tools/ci_watch.py PID PROGRESS_FILE BUDGET_SECONDS [INTERVAL_SECONDS]
+    tools/ci_watch.py --summary PROGRESS_FILE
 
 make test prints each suite whole when it ends (make -O), so a run stopped from outside shows
 nothing of the suites still running. This prints, every INTERVAL (600 s), the tests running now
-and how long each has run (from the lines tests/helpers/progress.py writes). At BUDGET it prints
-the running tests, the last lines of the progress file and the commands of the run still running,
-then ends the process group of PID: the run fails with what it was doing, instead of being cut
-off with nothing said. Exits 0 when PID ends first, 3 when it stopped the run.
+and how long each has run (from the lines tests/helpers/progress.py writes). At BUDGET it ends the
+process group of PID, then prints the running tests, the last lines of the progress file and the
+run's commands as they were: the run fails saying what it was doing, instead of being cut off
+with nothing said. Exits 0 when PID ends first, 3 when it stopped the run. --summary prints
+the tests that took the most processor time (theirs and their children's), for speed work.
 """
 
 from __future__ import annotations
@@ -52,30 +54,61 @@ def commands(pgid):
     return sorted(found, reverse=True)
 
 
+def heaviest(lines, count=15):
+    """(processor seconds, test) of the ``count`` tests that took the most, most first."""
+    found = []
+    for line in lines:
+        fields = line.split(" ", 3)
+        if len(fields) == 4 and fields[1] == "cpu":
+            found.append((float(fields[2]), fields[3]))
+    return sorted(found, reverse=True)[:count]
+
+
 def _alive(pid):
+    """Whether ``pid`` still runs (a zombie, ended but not yet reaped by its parent, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path("/proc/%d/stat" % pid).read_text()
+    except OSError:
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-def _report(progress, started_at, final, pgid):
+def report(progress, started_at, final, pgid):
+    """What the run is doing now, as lines: the running tests; at the end also the last progress
+    lines and the run's commands (kept short: CI shows only the end of its output)."""
     now = time.time()
-    print("ci_watch: %d s into make test" % (now - started_at), flush=True)
     lines = _lines(progress)
-    for seconds, nodeid in running(lines, now):
-        print("ci_watch:   running for %4d s: %s" % (seconds, nodeid), flush=True)
+    out = ["ci_watch: %d s into make test" % (now - started_at)]
+    out += ["ci_watch:   running for %4d s: %s" % (seconds, nodeid) for seconds, nodeid in running(lines, now)]
     if final:
-        print("ci_watch: the last lines of %s:" % progress, flush=True)
-        for line in lines[-40:]:
-            print("ci_watch:   " + line, flush=True)
-        print("ci_watch: the run's commands (seconds running, command), the longest first:", flush=True)
-        for seconds, command in commands(pgid)[:40]:
-            print("ci_watch:   %6d %s" % (seconds, command[:300]), flush=True)
+        out.append("ci_watch: the last lines of %s:" % progress)
+        out += ["ci_watch:   " + line for line in lines[-12:]]
+        out.append("ci_watch: the run's commands (seconds running, command), the longest first:")
+        out += ["ci_watch:   %6d %s" % (seconds, command[:240]) for seconds, command in commands(pgid)[:12]]
+    return out
+
+
+def _stop(pid):
+    """End the process group, and wait (up to two minutes) for its leader to be gone."""
+    for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, 60)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.time() + wait
+        while _alive(pid) and time.time() < deadline:
+            time.sleep(1)
+        if not _alive(pid):
+            return
 
 
 def main(argv):
+    if argv[1] == "--summary":
+        lines = _lines(argv[2])
+        print("ci_watch: the tests that took the most processor time (with their children):")
+        for seconds, nodeid in heaviest(lines):
+            print("ci_watch: %7.1f s  %s" % (seconds, nodeid))
+        return 0
     pid, progress, budget = int(argv[1]), argv[2], float(argv[3])
     interval = float(argv[4]) if len(argv) > 4 else 600.0
     started_at = time.time()
@@ -83,15 +116,15 @@ def main(argv):
     while _alive(pid):
         now = time.time()
         if now - started_at >= budget:
-            print("ci_watch: make test is still running after its budget of %d s; stopping it" % budget, flush=True)
-            _report(progress, started_at, final=True, pgid=pid)
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            # Seen before the stop (its commands are gone after it), printed after it: what make
+            # prints as it ends comes first, and this report is the end of the output.
+            lines = report(progress, started_at, True, pid)
+            _stop(pid)
+            print("ci_watch: make test was still running after its budget of %d s; stopped it" % budget)
+            print("\n".join(lines), flush=True)
             return 3
         if now >= next_report:
-            _report(progress, started_at, final=False, pgid=pid)
+            print("\n".join(report(progress, started_at, False, pid)), flush=True)
             next_report += interval
         time.sleep(min(5.0, budget / 10))
     return 0

@@ -36,6 +36,11 @@ def test_a_run_past_its_budget_is_stopped_saying_what_ran(tmp_path):
     )
     assert slow.wait(timeout=10) == -15  # SIGTERM to its process group
     assert watch.returncode == 3
-    assert "still running after its budget of 1 s" in watch.stdout
+    assert "still running after its budget of 1 s; stopped it" in watch.stdout
     assert "running for" in watch.stdout and "tests/x.py::slow" in watch.stdout
     assert "sleep 60" in watch.stdout  # among the longest-running commands
+
+
+def test_the_summary_ranks_tests_by_processor_time():
+    lines = ["1 cpu 3.5 a.py::one", "2 cpu 90.0 b.py::two[x y]", "3 end b.py::two[x y]", "4 cpu 7.0 c.py::three"]
+    assert ci_watch.heaviest(lines, 2) == [(90.0, "b.py::two[x y]"), (7.0, "c.py::three")]
