@@ -19,6 +19,10 @@ description:
     C(<redacted>). Secret files are replaced by a line saying how long they were. Every occurrence of
     each of O(secrets) (the API keys) in anything written is replaced by C(<redacted>).
   - A file that does not exist is noted in C(missing.txt), not an error.
+  - With O(hardware), the kernel log's lines that match its patterns go into C(kernel.log) (from
+    C(dmesg), or the kernel's journal where C(dmesg) is not readable), and each of its commands
+    that the host has runs (60 s at most) into C(commands/<name>.txt). A command the host does not
+    have is noted in C(missing.txt).
 options:
   host:
     description: The inventory host (the archive's top folder).
@@ -92,6 +96,27 @@ options:
     description: Reports to include as C(<name>.json) (status, preflight, accelerator facts).
     type: dict
     default: {}
+  hardware:
+    description:
+      - The hardware findings to take (the P(kimi_k3.serving.bundle_hardware#filter) filter gives them).
+    type: dict
+    default: {}
+    suboptions:
+      commands:
+        description: Tools to run where the host has them, each as C(name) and C(argv).
+        type: list
+        elements: dict
+        default: []
+      kernel_patterns:
+        description: Regular expressions; the kernel log's lines matching any of them are kept.
+        type: list
+        elements: str
+        default: []
+      tool_dirs:
+        description: Folders searched for the tools besides C(PATH).
+        type: list
+        elements: path
+        default: []
 attributes:
   check_mode:
     support: full
@@ -140,6 +165,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import tarfile
 import time
 import urllib.error
@@ -191,6 +217,64 @@ def snapshot(url, api_key, ca_path, max_bytes):
         return "no answer: %s\n" % exc
 
 
+def kernel_findings(module, patterns, max_bytes):
+    """The kernel log's lines matching ``patterns``, with where they came from and how many matched."""
+    if not patterns:
+        return None
+    wanted = re.compile("|".join("(?:%s)" % p for p in patterns))
+    tried = []
+    for argv in (["dmesg", "--time-format", "iso"], ["journalctl", "-k", "--no-pager", "--output=short-iso"]):
+        rc, out, err = module.run_command(argv, check_rc=False)
+        if rc == 0:
+            lines = out.splitlines()
+            kept = [line for line in lines if wanted.search(line)]
+            head = "# %s: %d of %d lines match the hardware patterns\n" % (" ".join(argv), len(kept), len(lines))
+            return (head + "\n".join(kept) + ("\n" if kept else ""))[-max_bytes:]
+        tried.append("%s: exit %d: %s" % (" ".join(argv), rc, (err or out).strip()[:200]))
+    return "# the kernel log is not readable here\n" + "\n".join(tried) + "\n"
+
+
+def run_tools(module, commands, tool_dirs, max_bytes):
+    """``[(name, text)]`` of each command the host has, and ``[note]`` of those it has not."""
+    found, absent = [], []
+    for command in commands:
+        argv = [str(a) for a in command.get("argv") or []]
+        if not argv:
+            continue
+        program = module.get_bin_path(argv[0], opt_dirs=tool_dirs)
+        if not program:
+            absent.append("command %s: %s is not on this host" % (command["name"], argv[0]))
+            continue
+        try:
+            done = subprocess.run([program] + argv[1:], capture_output=True, text=True, timeout=60, check=False)
+            text = "$ %s\n# exit %d\n%s%s" % (" ".join(argv), done.returncode, done.stdout, done.stderr)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            text = "$ %s\n# did not finish: %s\n" % (" ".join(argv), exc)
+        found.append((command["name"], text[-max_bytes:]))
+    return found, absent
+
+
+def write_archive(dest, pairs):
+    """The archive at ``dest`` of ``[(member, text)]`` (written beside it, then moved in place), each 0600."""
+    tmp = dest + ".part"
+    now = time.time()
+    old = os.umask(0o077)
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            for member, text in pairs:
+                data = text.encode("utf-8")
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                info.mtime = now
+                info.mode = 0o600
+                tar.addfile(info, io.BytesIO(data))
+        os.replace(tmp, dest)
+    finally:
+        os.umask(old)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -219,6 +303,15 @@ def main():
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "secret_names": {"type": "list", "elements": "str", "default": [], "no_log": False},
             "documents": {"type": "dict", "default": {}},
+            "hardware": {
+                "type": "dict",
+                "default": {},
+                "options": {
+                    "commands": {"type": "list", "elements": "dict", "default": []},
+                    "kernel_patterns": {"type": "list", "elements": "str", "default": []},
+                    "tool_dirs": {"type": "list", "elements": "path", "default": []},
+                },
+            },
         },
         supports_check_mode=True,
     )
@@ -252,6 +345,13 @@ def main():
         entries.append(
             ("http/" + item["name"], scrub.text(snapshot(item["url"], p["api_key"], p["ca_path"], p["max_bytes"])))
         )
+    hardware = p["hardware"] or {}
+    kernel = kernel_findings(module, hardware.get("kernel_patterns") or [], p["max_bytes"])
+    if kernel is not None:
+        entries.append(("kernel.log", scrub.text(kernel)))
+    tools, absent = run_tools(module, hardware.get("commands") or [], hardware.get("tool_dirs") or [], p["max_bytes"])
+    entries.extend(("commands/%s.txt" % name, scrub.text(text)) for name, text in tools)
+    missing.extend(absent)
     for name, data in sorted(p["documents"].items()):
         entries.append(("%s.json" % name, scrub.text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")))
     if missing:
@@ -259,24 +359,7 @@ def main():
     members = ["%s/%s" % (p["host"], name) for name, _text in entries]
     if module.check_mode:
         module.exit_json(changed=False, members=members, redacted=scrub.count)
-    tmp = p["dest"] + ".part"
-    now = time.time()
-    old = os.umask(0o077)
-    try:
-        with tarfile.open(tmp, "w:gz") as tar:
-            for index, (_name, text) in enumerate(entries):
-                member = members[index]
-                data = text.encode("utf-8")
-                info = tarfile.TarInfo(member)
-                info.size = len(data)
-                info.mtime = now
-                info.mode = 0o600
-                tar.addfile(info, io.BytesIO(data))
-        os.replace(tmp, p["dest"])
-    finally:
-        os.umask(old)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_archive(p["dest"], [(members[i], text) for i, (_name, text) in enumerate(entries)])
     module.exit_json(changed=True, dest=p["dest"], members=members, redacted=scrub.count)
 
 

@@ -127,6 +127,14 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
     assert "vllm_router" in members["k3-sb-front/http/router-metrics.txt"]
     assert '"version": "' in members["k3-sb-decode/status.json"]
     assert '"problems": []' in members["k3-sb-decode/preflight.json"]
+    # The hardware findings: the kernel's lines (the hosts share the controller's kernel) and the
+    # vendor tools, which no host here has, noted as missing.
+    for host in SERVICES:
+        assert re.match(
+            r"# (dmesg|journalctl)\b.*: \d+ of \d+ lines match|# the kernel log is not readable",
+            members["%s/kernel.log" % host],
+        )
+    assert "command ibv-devinfo: ibv_devinfo is not on this host" in members["k3-sb-decode/missing.txt"]
     # Nothing left behind on the hosts or the controller.
     leftover = adhoc("k3-sb-decode", "ansible.builtin.find", "paths=/tmp patterns=k3-support-*")
     assert "matched: 0" in leftover.stdout

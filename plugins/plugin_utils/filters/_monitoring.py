@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_findings as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_files as files
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_web as web
@@ -46,6 +47,12 @@ def prometheus_down_targets(plan, active):
 
 
 @filter_errors
+def bundle_hardware(plan, host):
+    """The vendor tools a support bundle runs on ``host`` and the kernel lines it keeps."""
+    return hardware.bundle_hardware(plan, host)
+
+
+@filter_errors
 def monitoring_files(plan, settings):
     """Every folder, file and unit of the monitoring stage, for one service_units call."""
     return files.monitoring_files(plan, settings)
@@ -68,4 +75,5 @@ class Filters:
             "grafana_dashboards": grafana_dashboards,
             "prometheus_down_targets": prometheus_down_targets,
             "monitoring_files": monitoring_files,
+            "bundle_hardware": bundle_hardware,
         }
