@@ -11,6 +11,7 @@ import json
 import re
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,10 +25,12 @@ BASELINE_ENV = {
     "HTTPS_PROXY": "http://proxy.invalid:3128",
     "ftp_proxy": "http://proxy.invalid:3128",
 }
-RECORDER = """#!/usr/bin/env python3
+# The stand-in runs with this interpreter, named by its path: a stand-in for python3 on PATH would
+# otherwise run itself.
+RECORDER = """#!%s
 import json, os, sys
 with open(%r, "w") as out:
-    json.dump({"argv": [os.path.basename(sys.argv[0])] + sys.argv[1:], "env": dict(os.environ)}, out)
+    json.dump({"argv": [%r or os.path.basename(sys.argv[0])] + sys.argv[1:], "env": dict(os.environ)}, out)
 """
 
 
@@ -50,8 +53,13 @@ def run_script(text: str, args=(), env=None, substitutions=None, programs=("vllm
         sourced = tmp / "sourced.txt"
         sourced.write_text("")
         for prog in programs:
-            path = bindir / prog
-            path.write_text(RECORDER % str(record))
+            # Only ever in the temporary folder: a program named by its absolute path (the tests run
+            # as root) gets a stand-in there, which the script is made to run in its place, and which
+            # records the absolute name.
+            path = bindir / Path(prog).name
+            if Path(prog).is_absolute():
+                text = re.sub(r"(?<![\w/.-])%s(?![\w/.-])" % re.escape(prog), str(path), text)
+            path.write_text(RECORDER % (sys.executable, str(record), prog if Path(prog).is_absolute() else ""))
             path.chmod(path.stat().st_mode | stat.S_IXUSR)
         text = re.sub(
             r"^(\s*)source\s+(\S+)\s*$",

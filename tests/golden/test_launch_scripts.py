@@ -22,3 +22,14 @@ def test_launch_scripts_reproduce_the_plan(name):
             assert set(got["unset"]) <= set((svc.get("shell") or {}).get("unset", []))
             checked += 1
     assert checked == sum(len(d["services"]) for d in plan["hosts"].values())
+
+
+def test_a_program_named_by_its_absolute_path_is_stood_in_for_inside_the_temporary_folder(tmp_path):
+    """The stand-ins never replace a real program: the tests run as root, and a stand-in written at an
+    absolute path once replaced the controller's /usr/bin/python3.11."""
+    target = tmp_path / "usr" / "bin" / "python3"
+    target.parent.mkdir(parents=True)
+    target.write_text("the real one\n")
+    got = run_script("exec %s /opt/guard.py --grace 5\n" % target, programs=(str(target),))
+    assert got["argv"] == [str(target), "/opt/guard.py", "--grace", "5"]
+    assert target.read_text() == "the real one\n"
