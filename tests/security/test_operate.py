@@ -21,11 +21,12 @@ from helpers.secured_sandbox import DEPLOYMENT, host_changes, request
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 
 ROUTER = "http://10.77.0.11:8000"
-# The exporters: the node exporter on every host, the accelerator exporter's stand-in on the engines'.
+# The exporters: the node exporter on every host, the accelerator exporter's stand-in on the engines';
+# the data-parallel group's guards beside its two members.
 SERVICES = {
     "k3-sb-front": ["metaservice", "router", "front-door", "node-exporter"],
-    "k3-sb-dp0": ["engine", "node-exporter", "accelerator-exporter"],
-    "k3-sb-dp1": ["engine", "node-exporter", "accelerator-exporter"],
+    "k3-sb-dp0": ["engine", "node-exporter", "accelerator-exporter", "engine-guard"],
+    "k3-sb-dp1": ["engine", "node-exporter", "accelerator-exporter", "engine-guard"],
     "k3-sb-prefill": ["prefill", "node-exporter", "accelerator-exporter"],
     "k3-sb-decode": ["decode", "node-exporter", "accelerator-exporter"],
 }
@@ -46,12 +47,12 @@ def test_status_of_the_healthy_deployment_is_a_table_of_every_service(deployed):
     for row in rows:
         # STATE, ARGV (the plan's everywhere) and FILES (as the plan renders them).
         assert row[3] == "active/running" and row[6] == "plan" and row[7] == "plan", row
-        follower = row[:2] == ["k3-sb-dp1", "engine"]
-        assert row[4] == ("n/a" if follower else "200"), row  # the follower has no URL
+        no_url = row[:2] == ["k3-sb-dp1", "engine"] or row[1] == "engine-guard"
+        assert row[4] == ("n/a" if no_url else "200"), row  # the follower and the guards have no URL
     # Versions read from the virtualenvs, without importing: vLLM, vllm-router, memcache_hybrid (the
     # exporters' programs have none to read); the accelerator exporter's devices, all healthy.
     for row in rows:
-        if row[1].endswith("-exporter"):
+        if row[1].endswith(("-exporter", "-guard")):
             assert row[8] == "-", row
             assert " ".join(row[9:]) == ("8 healthy" if row[1] == "accelerator-exporter" else "-"), row
         else:

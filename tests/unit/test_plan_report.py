@@ -119,8 +119,8 @@ def test_picture_names_every_host_and_service_and_draws_kv_only_for_pd(source):
     plan, groups = plan_and_groups(source)
     model = topology(plan, groups)
     keys = {n["key"] for n in model["nodes"]}
-    # The exporters (every host's, apart from the serving) are in the services table, not drawn.
-    assert keys == {"%s/%s" % (h, s["name"]) for h, s in services(plan) if s["kind"] != "exporter"}
+    # The exporters and group guards (beside the serving) are in the services table, not drawn.
+    assert keys == {"%s/%s" % (h, s["name"]) for h, s in services(plan) if s["kind"] not in ("exporter", "guard")}
     assert {n["host"] for n in model["nodes"]} == set(plan["hosts"])
     # The KV path: one edge, from the prefill pool to the decode pool, exactly for P/D plans.
     kv = kv_edges(model)
@@ -265,8 +265,8 @@ def test_sandbox_picture_front_host_twice_dp_group_apart_from_the_router():
     assert group["label"][-1] == "its own API, not behind the endpoint"
     assert not [e for e in model["edges"] if e["head"] == node(model, "k3-sb-dp0/engine")["id"] and e["kind"] != "join"]
     rows = [(step, key) for step, key, _a, _s in start_order(plan)]
-    # The exporters wait for nothing: each host's starts in the first step.
-    exporters = [(step, key) for step, key in rows if key.endswith("-exporter")]
+    # The exporters and the group guards wait for nothing: each starts in the first step.
+    exporters = [(step, key) for step, key in rows if key.endswith(("-exporter", "-guard"))]
     assert {key for step, key in exporters if step == 1} == {key for _step, key in exporters}
     assert {key for _step, key in exporters if key.endswith("/node-exporter")} == {
         "%s/node-exporter" % host for host in plan["hosts"]

@@ -78,8 +78,8 @@ def test_schema_uses_only_keywords_the_builtin_validator_checks():
 # --------------------------------------------------------------------------
 def test_kinds_are_the_plans():
     planned = plan_schema.plan_schema()["$defs"]["service"]["properties"]["kind"]["enum"]
-    # The front door and the exporters are the planner's own, in every profile: none declares them.
-    assert schema()["$defs"]["kind"]["enum"] + ["front_door", "exporter"] == planned
+    # The front door, the exporters and the group guards are the planner's own: no profile declares them.
+    assert schema()["$defs"]["kind"]["enum"] + ["front_door", "exporter", "guard"] == planned
 
 
 def test_groups_are_the_planners():

@@ -78,7 +78,10 @@ def unit_text(svc, settings=None):
     lines.append("ExecStart=" + units.exec_line(svc, svc["runtime"], env_file, opts["docker"]))
     if docker:
         lines.append("ExecStop=%s stop %s" % (opts["docker"], svc["unit"]))
-    lines += ["Restart=on-failure", "RestartSec=5", "TimeoutStopSec=%d" % stop_timeout(svc, opts), "KillMode=mixed"]
+    # A headless follower that lost its node 0 exits 0 (vLLM 0.32 after its start-up handshake times
+    # out, or when its engine core dies): on-failure would leave it down, so followers restart always.
+    restart = "always" if svc.get("after_started") else "on-failure"
+    lines += ["Restart=" + restart, "RestartSec=5", "TimeoutStopSec=%d" % stop_timeout(svc, opts), "KillMode=mixed"]
     lines += ["Limit%s=%s" % (name, value) for name, value in opts["limits"].items()]
     lines += ["", "[Install]", "WantedBy=multi-user.target"]
     return "\n".join(lines) + "\n"

@@ -27,6 +27,7 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _formu
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth import AuthMixin
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_checks import ChecksMixin
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_front_door import FrontDoorMixin
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_guards import GuardsMixin
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_inputs import (
     FACT_VARIABLES,
     ROLE_GROUPS,
@@ -73,7 +74,9 @@ TEMPLATE_FUNCTIONS = {
 RENDERER = Renderer(TEMPLATE_FUNCTIONS)
 
 
-class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, FrontDoorMixin, MonitoringMixin):
+class _Planner(
+    InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, FrontDoorMixin, MonitoringMixin, GuardsMixin
+):
     def __init__(self, inventory, profile_dir=None):
         self.profile_dir = profile_dir
         self.problems = []
@@ -147,6 +150,8 @@ class _Planner(InputsMixin, LayoutMixin, RenderMixin, ChecksMixin, AuthMixin, Fr
         rendered, plan_hosts = self.render_all(services_spec, layouts, params, pools)
         if self.problems:
             raise self.error()
+        # Beside each member of an engine group that spans hosts: the guard that heals the group.
+        self.add_guards(hosts, rendered, plan_hosts, params.get("config_dir") or "/etc/kimi-k3")
         endpoint, auth, auth_tls, watchers = self.secure(hosts, params, pools, rendered, plan_hosts)
         ordered_hosts = {h: plan_hosts[h] for h in hosts if h in plan_hosts}
         _mark_needs_engines(rendered)

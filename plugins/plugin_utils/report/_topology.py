@@ -155,8 +155,8 @@ class _Topology:
     # ---------------------------------------------------------------- nodes and clusters
     def add_nodes(self):
         for host, data in self.hosts.items():
-            # The exporters (on every host, apart from the serving) are in the services table, not drawn.
-            entries = [s for s in data.get("services") or [] if s.get("kind") != "exporter"]
+            # The exporters and group guards (beside the serving) are in the services table, not drawn.
+            entries = [s for s in data.get("services") or [] if s.get("kind") not in ("exporter", "guard")]
             if not entries:
                 self.nodes.append(self._node(host, data, None, ["%s, no service planned" % data.get("ip")]))
             for svc in entries:
