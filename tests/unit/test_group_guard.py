@@ -39,6 +39,15 @@ def test_a_real_connection_is_found_with_its_peer_and_owned_by_this_process(fami
             sock.close()
 
 
+def test_the_processes_of_a_control_group_are_found_from_proc():
+    """This process's own group, read the way the guard reads a unit's (v1, v2 and hybrid alike)."""
+    with open("/proc/self/cgroup") as handle:
+        group = handle.read().splitlines()[-1].split(":", 2)[-1]
+    assert os.getpid() in guard_module.unit_pids(group)
+    assert guard_module.unit_pids("/no/such.slice/k3-none.service") == set()
+    assert guard_module.unit_pids("") == set()
+
+
 def test_kernel_addresses_read_as_the_kernel_prints_them():
     assert guard_module._address("0100007F:1F90") == "127.0.0.1"
     assert guard_module._address("0C004D0A:A4B2") == "10.77.0.12"

@@ -128,8 +128,33 @@ class Guard:
         return None
 
 
+def unit_pids(group, proc="/proc"):
+    """The processes in the control group ``group`` (a unit's ControlGroup) or below it.
+
+    Read from each process's /proc/<pid>/cgroup, which names its group on cgroup v2, v1 and the
+    hybrid layout alike (the cgroup file system's own layout differs between them).
+    """
+    pids = set()
+    if not group:
+        return pids
+    for name in os.listdir(proc):
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "cgroup")) as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            path = line.split(":", 2)[-1]
+            if path == group or path.startswith(group + "/"):
+                pids.add(int(name))
+                break
+    return pids
+
+
 def _unit(unit):
-    """(active, its start's monotonic timestamp, its cgroup's process ids)."""
+    """(active, its start's monotonic timestamp, its processes)."""
     out = subprocess.run(
         ["systemctl", "show", "-p", "ActiveState,ActiveEnterTimestampMonotonic,ControlGroup", unit],
         capture_output=True,
@@ -137,13 +162,7 @@ def _unit(unit):
         check=False,
     ).stdout
     props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
-    pids = set()
-    group = props.get("ControlGroup") or ""
-    if group:
-        for root, _dirs, files in os.walk("/sys/fs/cgroup" + group):
-            if "cgroup.procs" in files:
-                with open(os.path.join(root, "cgroup.procs")) as handle:
-                    pids.update(int(p) for p in handle.read().split())
+    pids = unit_pids(props.get("ControlGroup") or "")
     return props.get("ActiveState") == "active", props.get("ActiveEnterTimestampMonotonic"), pids
 
 
