@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import socket
+import time
 
 import pytest
 from conftest import ROOT
@@ -46,6 +47,16 @@ def test_the_processes_of_a_control_group_are_found_from_proc():
     assert os.getpid() in guard_module.unit_pids(group)
     assert guard_module.unit_pids("/no/such.slice/k3-none.service") == set()
     assert guard_module.unit_pids("") == set()
+
+
+def test_a_process_older_than_the_units_start_is_a_leftover():
+    later_us = (time.monotonic() + 10) * 1e6
+    # This process started before that: had its unit started then, it would be left over.
+    assert guard_module.leftovers({os.getpid()}, later_us) == {os.getpid()}
+    # A unit that started before this process: it is the unit's own.
+    assert guard_module.leftovers({os.getpid()}, 1) == set()
+    assert guard_module.leftovers({os.getpid()}, None) == set()
+    assert guard_module.leftovers({999999999}, later_us) == set()  # gone
 
 
 def test_kernel_addresses_read_as_the_kernel_prints_them():

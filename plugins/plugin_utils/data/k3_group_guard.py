@@ -21,10 +21,12 @@ them for one engine unit:
   seconds restarts node 0 (a restarted follower can only join a new node 0; the followers' guards
   then restart them in turn).
 
-A restart of the unit by anyone (systemd, an operator, a playbook) disarms the guard until the
-group has formed again, so a planned rolling restart is not doubled; a unit that is not active
-(stopped on purpose) is left alone. Standard library only; it runs as root (it restarts the unit
-and reads other processes' sockets), logs one line per decision to the journal.
+A process of the unit that started before the unit's current start (left behind by an earlier
+instance, which systemd did not stop) is killed. A restart of the unit by anyone (systemd, an
+operator, a playbook) disarms the guard until the group has formed again, so a planned rolling
+restart is not doubled; a unit that is not active (stopped on purpose) is left alone. Standard
+library only; it runs as root (it restarts the unit and reads other processes' sockets), logs one
+line per decision to the journal.
 
     python3 k3_group_guard.py --unit k3-engine --role follower --peer 10.0.0.12 [--grace 30] [--interval 5]
 """
@@ -153,6 +155,27 @@ def unit_pids(group, proc="/proc"):
     return pids
 
 
+def leftovers(pids, started_us, proc="/proc", margin=2.0):
+    """The processes of ``pids`` that started before the unit's current start (``started_us``, its
+    ActiveEnterTimestampMonotonic): what an earlier instance left behind when systemd missed them."""
+    if not started_us:
+        return set()
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = set()
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, str(pid), "stat")) as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # After the command's closing parenthesis: field 3 onwards; starttime is field 22.
+        fields = stat.rsplit(")", 1)[1].split()
+        started = int(fields[19]) / ticks
+        if started < int(started_us) / 1e6 - margin:
+            out.add(pid)
+    return out
+
+
 def _unit(unit):
     """(active, its start's monotonic timestamp, its processes)."""
     out = subprocess.run(
@@ -189,6 +212,17 @@ def main(argv=None):
     print("watching %s (%s) for %s, grace %gs" % (args.unit, args.role, ", ".join(args.peer), args.grace), flush=True)
     while True:
         active, started, pids = _unit(args.unit)
+        stale = leftovers(pids, started) if active else set()
+        if stale:
+            # systemd did not stop them with the earlier instance (seen on hosts whose cgroups lose
+            # track of a stop): a leftover DP coordinator keeps the group's followers connected.
+            print("%s: killing %s, left over from before its start" % (args.unit, sorted(stale)), flush=True)
+            for pid in stale:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            pids -= stale
         counts = connections(_tables(), args.peer, process_inodes(pids)) if active else {}
         if guard.observe(time.monotonic(), active, started, counts) == "restart":
             print("%s lost its group (connections %s): restarting it" % (args.unit, counts), flush=True)
