@@ -71,8 +71,9 @@ def test_a_killed_node0_comes_back_and_the_follower_rejoins_it(cluster):
     print("node 0 killed: every rank answers again after %.0f s" % seconds)
 
 
-def test_a_killed_follower_comes_back_and_node0_takes_it_in(cluster):
+def test_a_killed_follower_comes_back_and_the_group_serves_again(cluster):
     seconds, since = killed_then_healed(cluster["admin"], "k3-sb-dp1")
-    # Node 0's guard saw the follower go and restarted node 0 (a follower joins only a new node 0).
-    assert "k3-engine lost its group" in guard_log("k3-sb-dp0", since)
-    print("follower killed: every rank answers again after %.0f s" % seconds)
+    # systemd restarted the follower; node 0's guard restarts node 0 only if the group did not form
+    # again within its grace (on the sandbox's dense model the new follower joined the running node 0).
+    acted = "k3-engine lost its group" in guard_log("k3-sb-dp0", since)
+    print("follower killed: every rank answers again after %.0f s (node 0 restarted: %s)" % (seconds, acted))
