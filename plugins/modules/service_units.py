@@ -90,6 +90,28 @@ options:
             leaves the file as it was. In check mode, a command that is not installed yet (its package
             comes in the same run) is not run.
         type: str
+  caches:
+    description:
+      - The compile caches of the services (a folder each, mounted into an engine's container), each with
+        the key it must hold (the image). A folder whose stamp names another key is emptied before the
+        units start (its service restarts anyway: its unit changed); one without a stamp is kept and
+        stamped. Returned in RV(cleared_caches).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: The cache folder.
+        type: path
+        required: true
+      key:
+        description: What filled it (the image); a change empties it.
+        type: str
+        required: true
+      service:
+        description: The planned service the cache belongs to.
+        type: str
+        required: true
   start:
     description:
       - The units to enable and start, each with the service it runs. Empty only writes files.
@@ -275,6 +297,13 @@ changed_files:
   type: list
   elements: dict
   returned: always
+cleared_caches:
+  description:
+    - The compile caches emptied (or in check mode to be) because their image changed, each with its service,
+      path, the image that filled it (was), the new one (now) and the bytes it held.
+  type: list
+  elements: dict
+  returned: always
 reloaded:
   description: Whether systemd was (or in check mode would be) reloaded.
   type: bool
@@ -321,6 +350,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.compile_caches import apply_caches
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import (
     apply_files,
     ensure_directory,
@@ -373,6 +403,11 @@ def main():
                 "default": ["node0", "followers"],
             },
             "restart": {"type": "list", "elements": "str", "default": []},
+            "caches": _dicts(
+                path={"type": "path", "required": True},
+                key={"type": "str", "required": True},
+                service={"type": "str", "required": True},
+            ),
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
@@ -402,6 +437,10 @@ def main():
         changed_files, diffs = apply_files(module.params["files"], check, module._diff, validator(module))
     except (OSError, ValueError, re.error) as exc:
         module.fail_json(msg="cannot write the planned files: %s" % exc, created_folders=dirs_changed)
+    try:
+        changed_caches, cleared_caches = apply_caches(module.params["caches"], check)
+    except OSError as exc:
+        module.fail_json(msg="cannot empty or stamp a compile cache: %s" % exc, created_folders=dirs_changed)
     changed_services = sorted({f["service"] for f in changed_files})
     reloaded = any(f["path"].endswith(".service") for f in changed_files)
     systemd = None
@@ -414,10 +453,11 @@ def main():
     for entry in changed_files:
         entry.pop("change", None)
     result = {
-        "changed": bool(dirs_changed or changed_files or enable or begin or again or again_read),
+        "changed": bool(dirs_changed or changed_files or changed_caches or enable or begin or again or again_read),
         "created_folders": dirs_changed,
         "changed_services": changed_services,
         "changed_files": changed_files,
+        "cleared_caches": cleared_caches,
         "reloaded": reloaded,
         "enabled": enable,
         "started": begin,

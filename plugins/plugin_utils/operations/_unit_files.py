@@ -101,7 +101,8 @@ def service_files(services, settings=None, keys=None, admin=None):
 
     Returns ``directories`` (``{path, mode}``), ``files`` (``{path, content, mode, service, secret}``;
     ``secret`` files hold keys: their content is never shown, their mode is 0600), ``units``
-    (``{name, unit, phase}``: ``node0`` starts first, ``followers`` once every node 0 has started)
+    (``{name, unit, phase}``: ``node0`` starts first, ``followers`` once every node 0 has started),
+    ``caches`` (``{path, key, service}``: compile caches, emptied when their key, the image, changes)
     and ``secrets`` (the key values, which the module masks wherever they would show).
     """
     opts = _settings(settings)
@@ -119,7 +120,14 @@ def service_files(services, settings=None, keys=None, admin=None):
         files.append(_file(units.unit_path(svc), unit_text(svc, opts), "0644", name, False))
         phase = "followers" if svc.get("after_started") else "node0"
         service_units.append({"name": name, "unit": svc["unit"], "phase": phase})
-    return {"directories": directories, "files": files, "units": service_units, "secrets": secret_values(keys, admin)}
+    caches = [dict(cache, service=svc["name"]) for svc in services or [] for cache in svc.get("caches") or []]
+    return {
+        "directories": directories,
+        "files": files,
+        "units": service_units,
+        "caches": caches,
+        "secrets": secret_values(keys, admin),
+    }
 
 
 def _file(path, content, mode, service, secret):

@@ -144,8 +144,8 @@ def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system
     """Every path the service_unit role writes for ``services``: what a teardown removes.
 
     Per service: its unit, its environment file, the configuration and secret files the plan gives
-    it, its working folder (``state_dir/<name>``) and the folders its program writes (``writes``,
-    e.g. logs). Sorted, without repeats.
+    it, its working folder (``state_dir/<name>``), the folders its program writes (``writes``,
+    e.g. logs) and its compile caches (``caches``). Sorted, without repeats.
     """
     paths = set()
     for svc in services or []:
@@ -155,6 +155,7 @@ def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system
         for item in (svc.get("files") or []) + (svc.get("secret_files") or []):
             paths.add(item["path"])
         paths.update(svc.get("writes") or [])
+        paths.update(cache["path"] for cache in svc.get("caches") or [])
     return sorted(paths)
 
 

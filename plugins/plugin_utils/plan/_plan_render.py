@@ -164,6 +164,8 @@ class RenderMixin:
             service["files"] = parts["files"]
         if parts["writes"]:
             service["writes"] = [str(w) for w in parts["writes"]]
+        if parts["caches"] and runtime == "docker":
+            service["caches"] = [{"path": str(path), "key": image} for path in parts["caches"]]
         return service
 
     def _render_parts(self, sname, spec, inst, pools, ctx, where):
@@ -203,6 +205,7 @@ class RenderMixin:
         parts["shell"] = self.renderer.value(spec.get("shell") or {}, ctx, where + ", shell")
         parts["files"] = self.renderer.value(spec.get("files") or [], ctx, where + ", files")
         parts["writes"] = self.renderer.value(spec.get("writes") or [], ctx, where + ", writes")
+        parts["caches"] = self.renderer.value(spec.get("caches") or [], ctx, where + ", caches")
         parts["health"] = (
             self.renderer.value(spec.get("health"), ctx, where + ", health") if spec.get("health") else None
         )
