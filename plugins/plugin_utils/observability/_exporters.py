@@ -23,6 +23,8 @@ to the monitoring hosts and ``k3_admin_networks`` only, and Prometheus scrapes i
 
 from __future__ import annotations
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._service_entry import service_entry
+
 KIND = "exporter"
 NODE = "node-exporter"
 NODE_PROGRAM = "prometheus-node-exporter"
@@ -94,24 +96,8 @@ def accelerator_defaults(platform):
 
 def _service(name, argv, port, ip, runtime, health_path="/metrics"):
     url = "http://%s:%d" % (ip, port)
-    return {
-        "name": name,
-        "kind": KIND,
-        "role": KIND,
-        "argv": argv,
-        "env": {},
-        "image": None,
-        "runtime": runtime,
-        "ports": [{"name": "metrics", "port": port, "count": 1}],
-        "after": [],
-        "after_started": [],
-        "unit": "k3-%s" % name,
-        "ranks": {},
-        "serves_http": False,
-        "url": url,
-        "health": {"url": url + health_path},
-        "container": {},
-    }
+    ports = [{"name": "metrics", "port": port, "count": 1}]
+    return service_entry(name, KIND, argv, runtime, ports=ports, url=url, health={"url": url + health_path})
 
 
 def node_exporter(ip, port, rdma=True):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils._paths import DATA_DIR
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._service_entry import service_entry
 
 KIND = "guard"
 PROGRAM = "k3_group_guard.py"
@@ -35,25 +36,7 @@ def _guard(engine, role, peers, grace, config_dir, source):
     for peer in peers:
         argv += ["--peer", peer]
     argv += ["--grace", str(grace)]
-    return {
-        "name": name,
-        "kind": KIND,
-        "role": KIND,
-        "argv": argv,
-        "env": {},
-        "image": None,
-        "runtime": "host",
-        "ports": [],
-        "after": [],
-        "after_started": [],
-        "unit": "k3-%s" % name,
-        "ranks": {},
-        "serves_http": False,
-        "url": None,
-        "health": None,
-        "container": {},
-        "files": [{"path": path, "mode": "0644", "content": source}],
-    }
+    return service_entry(name, KIND, argv, files=[{"path": path, "mode": "0644", "content": source}])
 
 
 class GuardsMixin:
