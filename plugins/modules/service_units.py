@@ -94,7 +94,7 @@ options:
     description:
       - The compile caches of the services (a folder each, mounted into an engine's container), each with
         the key it must hold (the image). A folder whose stamp names another key is emptied before the
-        units start (its service restarts anyway: its unit changed); one without a stamp is kept and
+        units start (its service restarts anyway, since its unit changed); one without a stamp is kept and
         stamped. Returned in RV(cleared_caches).
     type: list
     elements: dict
@@ -405,7 +405,7 @@ def main():
             "restart": {"type": "list", "elements": "str", "default": []},
             "caches": _dicts(
                 path={"type": "path", "required": True},
-                key={"type": "str", "required": True},
+                key={"type": "str", "required": True, "no_log": False},
                 service={"type": "str", "required": True},
             ),
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},

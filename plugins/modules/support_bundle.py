@@ -165,7 +165,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import tarfile
 import time
 import urllib.error
@@ -245,11 +244,12 @@ def run_tools(module, commands, tool_dirs, max_bytes):
         if not program:
             absent.append("command %s: %s is not on this host" % (command["name"], argv[0]))
             continue
-        try:
-            done = subprocess.run([program] + argv[1:], capture_output=True, text=True, timeout=60, check=False)
-            text = "$ %s\n# exit %d\n%s%s" % (" ".join(argv), done.returncode, done.stdout, done.stderr)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            text = "$ %s\n# did not finish: %s\n" % (" ".join(argv), exc)
+        # At most 60 s each (coreutils' timeout): a tool stuck on a device does not hold the bundle.
+        rc, out, err = module.run_command(["timeout", "60", program] + argv[1:], check_rc=False)
+        if rc == 124:
+            text = "$ %s\n# did not finish within 60 s\n%s%s" % (" ".join(argv), out, err)
+        else:
+            text = "$ %s\n# exit %d\n%s%s" % (" ".join(argv), rc, out, err)
         found.append((command["name"], text[-max_bytes:]))
     return found, absent
 

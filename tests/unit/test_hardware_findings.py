@@ -4,6 +4,7 @@ and the module's parts that run them (with a stand-in for AnsibleModule's comman
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 from conftest import EXAMPLES, example_names, inventory_input
@@ -77,6 +78,14 @@ class Runner:
         return self.programs.get(name)
 
 
+class Commands(Runner):
+    """run_command runs the command for real (coreutils' timeout and the stand-in tool)."""
+
+    def run_command(self, argv, check_rc=False):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+
 def test_the_kernel_journal_is_read_where_dmesg_is_refused():
     runner = Runner(
         {
@@ -101,7 +110,7 @@ def test_a_tool_the_host_has_runs_and_one_it_has_not_is_noted(tmp_path):
     tool = tmp_path / "npu-smi"
     tool.write_text('#!/bin/sh\necho "+ npu-smi $*"\nexit 3\n')
     tool.chmod(0o755)
-    runner = Runner({}, {"npu-smi": str(tool)})
+    runner = Commands({}, {"npu-smi": str(tool)})
     commands = [
         {"name": "npu-smi-info", "argv": ["npu-smi", "info"]},
         {"name": "hccn-0-link", "argv": ["hccn_tool", "-i", "0", "-link", "-g"]},
