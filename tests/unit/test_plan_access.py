@@ -134,7 +134,7 @@ def test_every_example_plan_is_readable_and_every_service_selected_once(plan_of)
             assert everything == data["services"]
             by_kind = [
                 s
-                for k in ("vllm", "router", "proxy", "metaservice", "front_door")
+                for k in ("vllm", "router", "proxy", "metaservice", "front_door", "exporter", "guard")
                 for s in plan_access.host_services(plan, host, kind=k)
             ]
             assert sorted(names(by_kind)) == sorted(names(everything))
