@@ -14,6 +14,14 @@ import resource
 import time
 
 PROGRESS = os.environ.get("K3_TEST_PROGRESS")
+_state = {"write": True}
+
+
+def pytest_configure(config):
+    # Under pytest-xdist the controlling process sees every worker's tests again: only the process
+    # that runs a test (a worker, or pytest without workers) writes its lines.
+    numprocesses = getattr(config.option, "numprocesses", None)
+    _state["write"] = bool(PROGRESS) and (hasattr(config, "workerinput") or not numprocesses)
 
 
 def _write(line):
@@ -30,17 +38,17 @@ def _cpu():
 
 
 def pytest_runtest_logstart(nodeid, location):
-    if PROGRESS:
+    if _state["write"]:
         _started[nodeid] = _cpu()
         _write("start %s" % nodeid)
 
 
 def pytest_runtest_logfinish(nodeid, location):
-    if PROGRESS:
+    if _state["write"]:
         _write("cpu %.1f %s" % (_cpu() - _started.pop(nodeid, _cpu()), nodeid))
         _write("end %s" % nodeid)
 
 
 def pytest_runtest_logreport(report):
-    if PROGRESS and report.outcome == "failed":
+    if _state["write"] and report.outcome == "failed":
         _write("failed %s (%s, %.0f s)" % (report.nodeid, report.when, report.duration))
