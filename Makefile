@@ -174,14 +174,20 @@ sanity: venv
 #      remove and scale) on the HA sandbox under load, with no failed request.
 #   Not more lanes: on two cores every suite beside them slows the others down as much as it gains
 #   (measured: four lanes took longer, and the HA suite's waits ran out; docs/performance.md).
+# Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
+# time (its test hosts' included) is printed when it ends and kept in .cache/suite-cpu.log.
+SUITE := python3 tools/suite_cpu.py
+
 test:
 	@echo "make test: started at $$(date -u +%T)"
-	$(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
+	mkdir -p .cache && : >.cache/suite-cpu.log
+	$(SUITE) set-up $(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
 	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
 	$(MAKE) --no-print-directory test-galaxy
 	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-hosts test-lane-tables
 	$(MAKE) --no-print-directory test-ha-suite
-	@echo "make test: ended at $$(date -u +%T)"
+	@echo "make test: ended at $$(date -u +%T); processor time by suite:"
+	@cat .cache/suite-cpu.log
 
 # The second lane runs its second suite even when the first failed, so that one run shows every failure.
 test-lane-tables:
@@ -222,8 +228,8 @@ test-data: venv-vllm
 test-tables:
 	@echo "$@: started at $$(date -u +%T)"
 	mkdir -p .cache
-	status=0; $(BIN)/pytest -n auto --dist loadfile --no-loadscope-reorder tests/unit tests/golden tests/contract \
-	  tests/integration tests/collection --ignore tests/collection/test_galaxy_import.py $(PYTEST_ARGS) \
+	status=0; $(SUITE) tables $(BIN)/pytest -n auto --dist loadfile --no-loadscope-reorder tests/unit tests/golden \
+	  tests/contract tests/integration tests/collection --ignore tests/collection/test_galaxy_import.py $(PYTEST_ARGS) \
 	  >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
 # galaxy-importer on the built artifact, alone on the machine: it gives its ansible-lint a fixed
@@ -231,28 +237,28 @@ test-tables:
 # below shared the cores (measured 2026-12-05). Galaxy runs it on a machine of its own.
 test-galaxy:
 	@echo "$@: started at $$(date -u +%T)"
-	$(BIN)/pytest tests/collection/test_galaxy_import.py $(PYTEST_ARGS)
+	$(SUITE) galaxy $(BIN)/pytest tests/collection/test_galaxy_import.py $(PYTEST_ARGS)
 
 # The suites on the default sandbox's network, one host set at a time. Molecule's scenarios are in
 # extensions/molecule (their shared settings in its config.yml), found from the collection root;
 # its default scenario plans the sandbox with playbooks/plan.yml, on no host.
 test-hosts:
 	@echo "$@: started at $$(date -u +%T)"
-	$(BIN)/molecule test -s default
-	$(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
+	$(SUITE) molecule-default $(BIN)/molecule test -s default
+	$(SUITE) sandbox $(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	# One host set and one deployment (with API keys) for both: tests/helpers/cluster_sandbox.py.
-	$(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
+	$(SUITE) cluster+security $(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)
 
 # The prerequisites roles on test hosts with packaged test doubles (network 10.77.2.0/24).
 test-prereqs:
 	@echo "$@: started at $$(date -u +%T)"
-	$(BIN)/molecule test -s nvidia
-	$(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
+	$(SUITE) molecule-nvidia $(BIN)/molecule test -s nvidia
+	$(SUITE) prerequisites $(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox (its own host set, on network 10.77.1.0/24).
 test-ha-suite:
 	@echo "$@: started at $$(date -u +%T)"
-	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
+	$(SUITE) ha $(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox alone (715 s on an idle machine, 2026-12-03).
 test-ha: venv venv-vllm

@@ -1,0 +1,52 @@
+"""tools/suite_cpu.py: a suite's processor time from its control group, its exit status kept."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import suite_cpu  # noqa: E402
+
+TOOL = [sys.executable, str(ROOT / "tools" / "suite_cpu.py")]
+# Two processes that burn about a second each, one of them ended before the command ends: the
+# group's counter keeps the time of processes that are gone.
+BURN = "python3 -c 'sum(range(2 * 10**7))' & python3 -c 'sum(range(2 * 10**7))'; wait; exit 3"
+
+
+@pytest.mark.skipif(not os.access(suite_cpu.ROOT, os.W_OK), reason="no writable cpuacct hierarchy (root on cgroup v1)")
+def test_the_processor_time_of_every_process_of_the_suite_is_counted(tmp_path):
+    log = tmp_path / "suite-cpu.log"
+    alone = subprocess.run(
+        ["bash", "-c", "time -p (%s)" % BURN], capture_output=True, text=True, check=False
+    ).stderr.split()
+    spent = float(alone[alone.index("user") + 1]) + float(alone[alone.index("sys") + 1])
+    name = "unit-%d" % os.getpid()
+    out = subprocess.run(
+        [*TOOL, name, "bash", "-c", BURN],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, K3_SUITE_CPU=str(log)),
+        check=False,
+    )
+    assert out.returncode == 3
+    (line,) = log.read_text().splitlines()
+    assert line == out.stdout.strip()
+    cpu = float(line.split(" wall, ")[1].split(" CPU-s")[0])
+    # The figure is rounded to a second: within a second of the same work timed by the shell.
+    assert abs(cpu - spent) <= 1.0 and spent > 0.5, (line, spent)
+    assert line.startswith("suite %s: " % name) and line.endswith(", exit 3")
+    assert not (suite_cpu.ROOT / "k3-suites" / name).exists()
+
+
+def test_without_a_control_group_the_command_runs_and_the_line_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_cpu, "ROOT", tmp_path / "file")
+    (tmp_path / "file").write_text("")  # not a folder: no group can be made under it
+    monkeypatch.setenv("K3_SUITE_CPU", str(tmp_path / "log"))
+    assert suite_cpu.main(["suite_cpu.py", "plain", "sh", "-c", "exit 5"]) == 5
+    (line,) = (tmp_path / "log").read_text().splitlines()
+    assert line.startswith("suite plain: ") and line.endswith("CPU not measured, exit 5")
