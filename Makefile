@@ -14,12 +14,13 @@ STAMP := $(VENV)/.k3-ready
 INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 SANDBOX_NODE_EXPORTER := .cache/sandbox/node-exporter
+SANDBOX_IPERF3 := .cache/sandbox/iperf3
 # Debian packages the test hosts install "from the distribution": they have no route out, and
 # tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
 # prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host, nginx for the
 # front door; the front door's tests also run this nginx on the controller, unpacked).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter iperf3
 PLAN_DIR ?= plan
 # Independent set-up steps (venvs, packages, test data, lint) run side by side, this many at once.
 SETUP_JOBS ?= 6
@@ -99,6 +100,8 @@ sandbox: sandbox-hosts
 	$(BIN)/ansible-playbook site.yml -i inventories/sandbox $(SANDBOX_SECRETS)
 	# The deployment as day two sees it: every planned service, its health, its argv and files against the plan.
 	$(BIN)/ansible-playbook playbooks/status.yml -i inventories/sandbox $(SANDBOX_SECRETS)
+	# Fabric acceptance: the TCP bandwidth of every pair of hosts the plan connects (fabric-runs/<UTC time>/).
+	$(BIN)/ansible-playbook playbooks/fabric.yml -i inventories/sandbox $(SANDBOX_SECRETS)
 	# The specification's performance procedure (AISBench, vllm bench serve) from the front-door host:
 	# benchmarks/<UTC time>/ holds summary.md and the plots.
 	$(BIN)/ansible-playbook playbooks/benchmark.yml -i inventories/sandbox $(SANDBOX_SECRETS)
@@ -218,6 +221,10 @@ test-data: venv-vllm
 	# system user that the teardown test finds left behind.
 	rm -rf $(SANDBOX_NODE_EXPORTER) && mkdir -p $(SANDBOX_NODE_EXPORTER) && \
 	  dpkg-deb -x $(TEST_DEBS)/pool/prometheus-node-exporter_*.deb $(SANDBOX_NODE_EXPORTER)
+	# iperf3 for the fabric check (playbooks/fabric.yml), unpacked the same way with its two libraries:
+	# its package would add a system user.
+	rm -rf $(SANDBOX_IPERF3) && mkdir -p $(SANDBOX_IPERF3) && \
+	  for p in iperf3 libiperf0 libsctp1; do dpkg-deb -x $(TEST_DEBS)/pool/$${p}_*.deb $(SANDBOX_IPERF3); done
 
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker), in the order

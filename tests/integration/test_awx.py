@@ -60,7 +60,7 @@ def declaration(operation, name):
 def test_every_operation_is_a_job_template_of_a_playbook_that_exists(assets):
     templates = {t["name"]: t for t in assets["job_templates"]}
     wanted = {"plan", "site", "verify", "restart", "upgrade", "scale", "remove node", "teardown", "status"}
-    wanted |= {"collect logs", "benchmark", "evaluate"}
+    wanted |= {"collect logs", "benchmark", "evaluate", "fabric"}
     assert {n.removeprefix("Kimi-K3 ") for n in templates} == wanted
     for template in templates.values():
         assert (ROOT / template["playbook"]).is_file(), template["playbook"]
