@@ -93,7 +93,16 @@ def test_status_names_an_env_file_edited_by_hand_and_a_unit_the_plan_no_longer_h
 
 
 def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
-    out = playbook("playbooks/collect_logs.yml", *deployed["args"], "-e", "collect_logs_dest=%s" % tmp_path)
+    # Two fabric checks' run folders (playbooks/fabric.yml's layout): the newer one goes in.
+    runs = tmp_path / "fabric-runs"
+    for age, name in ((120, "20261201T000000Z"), (60, "20261202T000000Z")):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "summary.txt").write_text("fabric check %s\n" % name)
+        os.utime(runs / name, (time.time() - age, time.time() - age))
+    out = playbook(
+        "playbooks/collect_logs.yml", *deployed["args"], "-e", "collect_logs_dest=%s" % tmp_path,
+        "-e", "collect_logs_fabric_runs=%s" % runs,
+    )  # fmt: skip
     no_key(out.stdout + out.stderr, deployed)
     bundles = list(tmp_path.glob("k3-support-sandbox-cpu-*.tar.gz"))
     assert len(bundles) == 1, list(tmp_path.iterdir())
@@ -102,6 +111,7 @@ def test_the_support_bundle_has_every_host_and_no_key(deployed, tmp_path):
         members = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
     names = set(members)
     assert "plan/plan.json" in names and "plan/summary.txt" in names
+    assert members["fabric/summary.txt"] == "fabric check 20261202T000000Z\n"
     for host, services in SERVICES.items():
         for svc in services:
             unit = "k3-%s" % svc
