@@ -16,7 +16,16 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._verify
     verify_requests,
 )
 
-_SETTINGS = ("prompt", "max_tokens", "kv_context", "kv_repeat", "image_url", "models_tries", "models_delay")
+_SETTINGS = (
+    "prompt",
+    "max_tokens",
+    "kv_context",
+    "kv_repeat",
+    "image_url",
+    "models_tries",
+    "models_delay",
+    "unavailable_wait",
+)
 
 
 def http_fetch(api_key, ca_path):

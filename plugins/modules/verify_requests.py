@@ -13,7 +13,8 @@ version_added: 0.1.0
 description:
   - Sends what a client sends to the plan's endpoint and checks each answer, in this order, stopping at the
     first failure. C(GET /v1/models) lists the served model (tried O(models_tries) times, O(models_delay)
-    seconds apart, while the endpoint does not answer 200); a chat completion returns tokens.
+    seconds apart, while the endpoint does not answer 200); a chat completion returns tokens (tried again while
+    the endpoint answers 503, up to O(unavailable_wait) seconds).
   - For P/D, a fresh long prompt makes the decode engines count its KV cache as received through the
     connector and not computed (C(vllm:prompt_tokens_by_source_total)); a second fresh prompt is tried
     before this check fails, since the first request after an engine restart can still miss the transfer.
@@ -68,6 +69,13 @@ options:
     description: Seconds between those tries.
     type: float
     default: 3
+  unavailable_wait:
+    description:
+      - Seconds the chat completion is tried again (every O(models_delay) seconds) while the endpoint answers 503,
+        as a router does while it has no available worker of a role; vllm-router counts a restarted worker back
+        after two of its health checks (60 s apart by default).
+    type: float
+    default: 180
 attributes:
   check_mode:
     support: full

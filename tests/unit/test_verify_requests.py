@@ -210,3 +210,36 @@ def test_the_key_is_in_no_result_or_message():
     fetch = http_fetch(key, "")
     with pytest.raises(OSError):
         fetch("GET", "http://127.0.0.1:9/v1/models", None, {}, 2)
+
+
+def test_a_chat_answered_503_is_tried_again_while_the_router_has_no_worker_then_says_so():
+    chat_url = ENDPOINT["url"] + "/v1/chat/completions"
+    busy = (503, "No available workers: 1 prefill, 0 decode")
+    server = Server(
+        {
+            ("GET", ENDPOINT["url"] + "/v1/models"): [(200, {"data": [{"id": "kimi-k3-sandbox"}]})],
+            ("POST", chat_url): [busy, busy, (200, CHAT)],
+        }
+    )
+    waits = []
+    s = settings()
+    s.sleep = waits.append
+    result, lines, failure = verify_requests(server, ENDPOINT, dict(CHECKS, kv_transfer=None), s)
+    assert failure is None and result["completion_tokens"] == 5 and waits == [3.0, 3.0]
+    assert lines[0] == (
+        "https://10.77.0.11:8443 was unavailable for 6 s (POST %s answered 503: No available workers: 1 prefill,"
+        " 0 decode), then answered" % chat_url
+    )
+
+
+def test_a_chat_still_answered_503_after_the_wait_fails_and_another_status_at_once():
+    chat_url = ENDPOINT["url"] + "/v1/chat/completions"
+    models = [(200, {"data": [{"id": "kimi-k3-sandbox"}]})]
+    server = Server({("GET", ENDPOINT["url"] + "/v1/models"): models, ("POST", chat_url): [(503, "no workers")]})
+    _result, _lines, failure = verify_requests(server, ENDPOINT, CHECKS, settings(unavailable_wait=9))
+    assert failure == "POST %s answered 503: no workers" % chat_url
+    assert sum(1 for m, *_ in server.sent if m == "POST") == 4  # at once, then after 3, 6 and 9 s
+    server = Server({("GET", ENDPOINT["url"] + "/v1/models"): models, ("POST", chat_url): [(500, "boom")]})
+    _result, _lines, failure = verify_requests(server, ENDPOINT, CHECKS, settings())
+    assert failure == "POST %s answered 500: boom" % chat_url
+    assert sum(1 for m, *_ in server.sent if m == "POST") == 1

@@ -30,7 +30,12 @@ RANK_COUNTER = "vllm:prompt_tokens_total"
 
 
 class VerifyFailed(Exception):
-    """A check that failed; the message names what failed and where to look."""
+    """A check that failed; the message names what failed and where to look (``status``: the HTTP
+    status of the answer that failed it, when there was one)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass
@@ -45,6 +50,10 @@ class Settings:
     image_url: str = ""
     models_tries: int = 10
     models_delay: float = 3.0
+    # Seconds the chat completion is tried again while the endpoint answers 503: a router with no
+    # available worker of a role (vllm-router counts a restarted worker back after two of its health
+    # checks, 60 s apart by default).
+    unavailable_wait: float = 180.0
     sleep: object = None  # time.sleep, or a stand-in in the tests
     fresh: object = None  # a fresh prompt prefix per try (random by default)
 
@@ -76,7 +85,7 @@ class Verifier:
         except OSError as exc:
             raise VerifyFailed("%s %s: no answer (%s)" % (method, url, exc)) from None
         if status != 200:
-            raise VerifyFailed("%s %s answered %s: %s" % (method, url, status, _truncate(text, 300)))
+            raise VerifyFailed("%s %s answered %s: %s" % (method, url, status, _truncate(text, 300)), status)
         try:
             return json.loads(text)
         except ValueError:
@@ -115,6 +124,24 @@ class Verifier:
             )
         return listed
 
+    def _while_unavailable(self, call):
+        """``call()``, tried again every ``models_delay`` seconds while the endpoint answers 503 (no
+        available worker yet), for up to ``unavailable_wait`` seconds; says how long it waited."""
+        waited, first = 0.0, None
+        while True:
+            try:
+                answer = call()
+            except VerifyFailed as exc:
+                if exc.status != 503 or waited >= float(self.settings.unavailable_wait):
+                    raise
+                first = first or str(exc)
+                self.settings.sleep(self.settings.models_delay)
+                waited += float(self.settings.models_delay)
+                continue
+            if waited:
+                self.lines.append("%s was unavailable for %.0f s (%s), then answered" % (self.url, waited, first))
+            return answer
+
     def chat(self):
         """A chat completion returns tokens; the answer is shown."""
         url = self.url + "/v1/chat/completions"
@@ -124,7 +151,7 @@ class Verifier:
             "max_tokens": int(self.settings.max_tokens),
             "temperature": 0.6,
         }
-        answer = self._json("POST", url, body)
+        answer = self._while_unavailable(lambda: self._json("POST", url, body))
         try:
             choice = answer["choices"][0]
             tokens = int(answer["usage"]["completion_tokens"])
