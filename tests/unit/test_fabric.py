@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import example_names, example_plan
+from test_plan_schema import sandbox_plan
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import fabric_iperf
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _fabric as fabric
@@ -142,3 +143,12 @@ def test_the_operator_sees_every_round_pair_reason_and_command():
         "  on gb300-n0: /opt/iperf3 --client %s --port 5201 --time 3 --parallel 4 --json --connect-timeout 5000" % ip1,
     ]
     assert prepared["lines"][3].startswith("round 2: gb300-n1 -> gb300-n0")
+
+
+def test_the_sandbox_measures_its_data_parallel_pair_both_ways_and_nothing_else():
+    prepared = fabric.prepare(sandbox_plan("sandbox-cpu"), dict(SETTINGS, fabric_tcp_min_gbps=1))
+    assert [p["name"] for p in prepared["pairs"]] == ["k3-sb-dp0 -> k3-sb-dp1", "k3-sb-dp1 -> k3-sb-dp0"]
+    assert prepared["rounds"] == [
+        {"k3-sb-dp0": {"pair": "k3-sb-dp0 -> k3-sb-dp1", "server": "10.77.0.13", "port": 5201, "reverse": False}},
+        {"k3-sb-dp1": {"pair": "k3-sb-dp1 -> k3-sb-dp0", "server": "10.77.0.12", "port": 5201, "reverse": False}},
+    ]
