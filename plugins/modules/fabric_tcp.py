@@ -18,7 +18,8 @@ description:
     counted. A failed measurement is a result (its C(error)), not a failed task, so that the report
     names every pair.
   - With O(state=stop), ends the server of O(pidfile) and removes the file.
-  - The serve and stop steps change the host only for the duration of the check; nothing is left.
+  - The serve and stop steps change the host only for the duration of the check, and report no change, since
+    nothing is left once the check has stopped its servers.
 options:
   state:
     description: What to do.
@@ -69,7 +70,9 @@ attributes:
     description: There is no file to show.
   idempotent:
     support: full
-    description: A server is started only where none runs from the PID file; a measurement changes nothing.
+    description:
+      - A server is started only where none runs from the PID file and lives until the stop step; a measurement
+        changes nothing. Every step reports changed false.
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -112,6 +115,14 @@ argv:
   returned: always
   type: list
   elements: str
+started:
+  description: Whether a server was started (O(state=serve)).
+  returned: when state is serve and a server was started
+  type: bool
+stopped:
+  description: Whether a running server was ended (O(state=stop)).
+  returned: when state is stop
+  type: bool
 missing:
   description: Whether the iperf3 program is not installed (O(state=serve); the task fails, except in check mode).
   returned: when the program is missing
@@ -152,19 +163,20 @@ def _program(module, name):
 def serve(module, p):
     program = _program(module, p["program"])
     argv = server_argv(program or p["program"], p["port"], p["pidfile"])
+    # changed stays false: the server lives for the check only (the stop step ends it), nothing stays.
     if _running(p["pidfile"]):
         return {"changed": False, "argv": argv}
     if program is None:
         msg = "%s is not installed on this host (fabric_iperf3; fabric_install installs the distribution's iperf3)"
         if module.check_mode:
-            return {"changed": True, "argv": argv, "missing": True, "msg": msg % p["program"]}
+            return {"changed": False, "argv": argv, "missing": True, "msg": msg % p["program"]}
         module.fail_json(msg=msg % p["program"], argv=argv, missing=True)
     if module.check_mode:
-        return {"changed": True, "argv": argv}
+        return {"changed": False, "argv": argv}
     rc, out, err = module.run_command(argv, environ_update=p["environment"])
     if rc != 0:
         module.fail_json(msg="iperf3 could not serve on port %d: %s" % (p["port"], (err or out).strip()), argv=argv)
-    return {"changed": True, "argv": argv}
+    return {"changed": False, "argv": argv, "started": True}
 
 
 def measure(module, p):
@@ -185,7 +197,7 @@ def measure(module, p):
 
 def stop(module, p):
     pid = _running(p["pidfile"])
-    result = {"changed": bool(pid), "argv": ["kill", str(pid)] if pid else []}
+    result = {"changed": False, "argv": ["kill", str(pid)] if pid else [], "stopped": bool(pid)}
     if module.check_mode:
         return result
     if pid:
