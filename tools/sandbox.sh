@@ -77,6 +77,9 @@ RO_BINDS+=("$TLS_DIR")
 # make test-data) and the accelerator exporter's stand-in (a TEST DOUBLE: no GPU or NPU here) with
 # the recorded real page it serves.
 RO_BINDS+=("$SANDBOX_CACHE/node-exporter" "$REPO/tests/doubles" "$REPO/tests/unit/fixtures/exporters")
+# iperf3 for the fabric check (playbooks/fabric.yml), unpacked with its libraries by make test-data:
+# its package would add a system user to every host.
+RO_BINDS+=("$SANDBOX_CACHE/iperf3")
 # One certificate for the front door of every host set that can run (so a set coming up never
 # changes the files another set's hosts serve).
 TLS_SUBNETS=(10.77.0.0/24 10.77.1.0/24 10.77.2.0/24 10.77.3.0/24)
