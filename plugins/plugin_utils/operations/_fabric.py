@@ -43,10 +43,8 @@ def _group_pairs(plan):
         if len(hosts) < 2:
             continue
         what = "%s group %s (%d hosts)" % (group["role"], group["id"], len(hosts))
-        steps = [(hosts[0], hosts[1]), (hosts[1], hosts[0])] if len(hosts) == 2 else []
-        if len(hosts) > 2:
-            steps = [(hosts[i], hosts[(i + 1) % len(hosts)]) for i in range(len(hosts))]
-        for src, dst in steps:
+        # Each member to the next, the last to the first: for two hosts, both ways.
+        for src, dst in zip(hosts, hosts[1:] + hosts[:1], strict=True):
             yield src, dst, what
 
 
@@ -155,39 +153,31 @@ def prepare(plan, settings, hosts=None):
     for pair in found:
         if not pair["server_ip"]:
             raise FabricError("%s: the plan has no address for %s" % (pair["name"], pair["server"]))
-    scheduled = [
-        {
-            pair["client"]: {
-                "pair": pair["name"],
-                "server": pair["server_ip"],
-                "port": checked["port"],
-                "reverse": pair["reverse"],
-            }
-            for pair in batch
-        }
-        for batch in rounds(found)
-    ]
+    batches = rounds(found)
     program = str(settings.get("fabric_iperf3") or "iperf3")
     lines = [
         "%d pair(s) in %d round(s), TCP for %d s with %d streams, threshold %s Gbit/s (fabric_tcp_min_gbps)"
-        % (len(found), len(scheduled), checked["seconds"], checked["streams"], checked["min_gbps"])
+        % (len(found), len(batches), checked["seconds"], checked["streams"], checked["min_gbps"])
     ]
-    for number, batch in enumerate(rounds(found), 1):
+    for number, batch in enumerate(batches, 1):
         for pair in batch:
             argv = client_argv(
                 program, pair["server_ip"], checked["port"], checked["seconds"], checked["streams"], pair["reverse"]
             )
             lines.append("round %d: %s: %s" % (number, pair["name"], "; ".join(pair["why"])))
             lines.append("  on %s: %s" % (pair["client"], " ".join(argv)))
-    taking_part = []
-    for pair in found:
-        for host in (pair["client"], pair["server"]):
-            if host not in taking_part:
-                taking_part.append(host)
+    scheduled = [
+        {
+            p["client"]: {"pair": p["name"], "server": p["server_ip"], "port": checked["port"], "reverse": p["reverse"]}
+            for p in batch
+        }
+        for batch in batches
+    ]
     return {
         "pairs": found,
         "rounds": scheduled,
-        "hosts": taking_part,
+        # Every host taking part, in plan order (dict keys keep the first place of each).
+        "hosts": list(dict.fromkeys(h for p in found for h in (p["client"], p["server"]))),
         "servers": sorted({p["server"] for p in found}),
         "settings": checked,
         "lines": lines,

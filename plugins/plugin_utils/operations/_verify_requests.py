@@ -103,18 +103,25 @@ class Verifier:
         }
         return self._json("POST", url, body, headers)
 
+    def _retried(self, call, tries, retry_if):
+        """``(answer, seconds waited, first failure)`` of ``call()``, tried up to ``tries`` times,
+        ``models_delay`` seconds apart, while it fails in a way ``retry_if`` accepts."""
+        waited, first, attempt = 0.0, None, 1
+        while True:
+            try:
+                return call(), waited, first
+            except VerifyFailed as exc:
+                if attempt >= int(tries) or not retry_if(exc):
+                    raise
+                first = first or str(exc)
+            attempt += 1
+            self.settings.sleep(self.settings.models_delay)
+            waited += float(self.settings.models_delay)
+
     def models(self):
         """/v1/models lists the served model; retried while the endpoint does not answer 200."""
         url = self.url + "/v1/models"
-        tries = max(1, int(self.settings.models_tries))
-        for attempt in range(1, tries + 1):
-            try:
-                answer = self._json("GET", url)
-                break
-            except VerifyFailed:
-                if attempt == tries:
-                    raise
-                self.settings.sleep(self.settings.models_delay)
+        answer, _waited, _first = self._retried(lambda: self._json("GET", url), self.settings.models_tries, bool)
         listed = listed_models(answer)
         name = self.checks["served_model_name"]
         if name not in listed:
@@ -123,24 +130,6 @@ class Verifier:
                 % (self.endpoint.get("service"), self.endpoint.get("host"), url, name, listed)
             )
         return listed
-
-    def _while_unavailable(self, call):
-        """``call()``, tried again every ``models_delay`` seconds while the endpoint answers 503 (no
-        available worker yet), for up to ``unavailable_wait`` seconds; says how long it waited."""
-        waited, first = 0.0, None
-        while True:
-            try:
-                answer = call()
-            except VerifyFailed as exc:
-                if exc.status != 503 or waited >= float(self.settings.unavailable_wait):
-                    raise
-                first = first or str(exc)
-                self.settings.sleep(self.settings.models_delay)
-                waited += float(self.settings.models_delay)
-                continue
-            if waited:
-                self.lines.append("%s was unavailable for %.0f s (%s), then answered" % (self.url, waited, first))
-            return answer
 
     def chat(self):
         """A chat completion returns tokens; the answer is shown."""
@@ -151,7 +140,13 @@ class Verifier:
             "max_tokens": int(self.settings.max_tokens),
             "temperature": 0.6,
         }
-        answer = self._while_unavailable(lambda: self._json("POST", url, body))
+        # Tried again while the endpoint answers 503 (no available worker yet), up to unavailable_wait.
+        tries = 1 + int(float(self.settings.unavailable_wait) // float(self.settings.models_delay))
+        answer, waited, first = self._retried(
+            lambda: self._json("POST", url, body), tries, lambda exc: exc.status == 503
+        )
+        if waited:
+            self.lines.append("%s was unavailable for %.0f s (%s), then answered" % (self.url, waited, first))
         try:
             choice = answer["choices"][0]
             tokens = int(answer["usage"]["completion_tokens"])
