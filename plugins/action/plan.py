@@ -9,6 +9,12 @@ import os
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._releases import (
+    applied_by,
+    record,
+    redacted,
+    release_id,
+)
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_inputs import MONITORING_GROUP
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_output import write_files
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._planner import (
@@ -25,7 +31,7 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.report._file impor
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("dest", "profile_dir", "groups"))
+    _VALID_ARGS = frozenset(("dest", "profile_dir", "groups", "release_dir"))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
@@ -49,7 +55,12 @@ class ActionModule(ActionBase):
             return result
 
         files = plan_files(plan)
-        result.update(plan=plan, summary=files["summary.txt"], changed=False)
+        by = applied_by(task_vars)
+        result.update(
+            plan=plan, summary=files["summary.txt"], changed=False, release={"id": release_id(plan), "by": by}
+        )
+        if args.get("release_dir"):
+            result["release"] = self._record(args["release_dir"], plan, inventory, by)
         if dest:
             dest = os.path.abspath(os.path.expanduser(str(dest)))
             # The page a person reads, with Graphviz's picture of the cluster; without dot it is
@@ -88,6 +99,16 @@ class ActionModule(ActionBase):
         if problems:
             raise PlanError(problems)
         return {"groups": out_groups, "hostvars": out_vars}
+
+    def _record(self, folder, plan, inventory, by):
+        """Keep the plan as a release on the controller (once per plan; not in check mode)."""
+        secrets = {d.name for d in load_contract().by_name.values() if d.type == "secret"}
+        folder = os.path.abspath(os.path.expanduser(str(folder)))
+        try:
+            release, _new = record(folder, plan, redacted(inventory["hostvars"], secrets), by, self._task.check_mode)
+        except OSError as exc:
+            raise AnsibleActionFail("cannot keep the release in %s: %s" % (folder, exc)) from exc
+        return release
 
     def _write(self, dest, files):
         """Write the plan files; in check mode only report. Returns (changed, diffs)."""

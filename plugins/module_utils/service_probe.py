@@ -14,12 +14,24 @@ import os
 import ssl
 from urllib.parse import urlsplit
 
-UNIT_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "Result", "MainPID", "NeedDaemonReload", "ExecMainStatus")
+UNIT_PROPERTIES = (
+    "ActiveState",
+    "SubState",
+    "NRestarts",
+    "Result",
+    "MainPID",
+    "NeedDaemonReload",
+    "ExecMainStatus",
+    "ExecMainStartTimestamp",
+)
 
 
 def unit_properties(run, unit, names=UNIT_PROPERTIES):
-    """``systemctl show`` properties of ``unit`` as a dict (empty when systemctl fails)."""
-    rc, out, _err = run(["systemctl", "show", unit, "--property=" + ",".join(names)], check_rc=False)
+    """``systemctl show`` properties of ``unit`` as a dict (empty when systemctl fails); timestamps
+    as ``@seconds``."""
+    rc, out, _err = run(
+        ["systemctl", "show", unit, "--timestamp=unix", "--property=" + ",".join(names)], check_rc=False
+    )
     props = {}
     if rc == 0:
         for line in out.splitlines():

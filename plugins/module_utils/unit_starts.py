@@ -20,23 +20,35 @@ class Systemd:
             self.module.fail_json(msg="systemctl %s failed (rc=%s): %s" % (" ".join(args), rc, (err or out).strip()))
         return out
 
-    def states(self, units):
-        """``{unit: (ActiveState, UnitFileState)}`` of ``units``, read in one call."""
+    def show(self, units, properties, *options):
+        """``{unit: {property: value}}`` of ``units`` (names without .service), read in one call."""
         names = [u + ".service" for u in units]
-        out = self.run("show", "--property=Id,ActiveState,UnitFileState", "--", *names)
-        states, current = {}, {}
+        out = self.run("show", *options, "--property=" + ",".join(["Id", *properties]), "--", *names)
+        found, current = {}, {}
         for line in (out or "").splitlines() + [""]:
             if not line.strip():
                 if current.get("Id"):
-                    states[current["Id"][: -len(".service")]] = (
-                        current.get("ActiveState", ""),
-                        current.get("UnitFileState", ""),
-                    )
+                    found[current["Id"][: -len(".service")]] = current
                 current = {}
                 continue
             key, value = line.split("=", 1) if "=" in line else (line, "")
             current[key] = value
-        return states
+        return found
+
+    def states(self, units):
+        """``{unit: (ActiveState, UnitFileState)}`` of ``units``, read in one call."""
+        shown = self.show(units, ["ActiveState", "UnitFileState"])
+        return {u: (v.get("ActiveState", ""), v.get("UnitFileState", "")) for u, v in shown.items()}
+
+    def started(self, units):
+        """``{unit: seconds}``: when each unit's main process last started (units never started are left out)."""
+        shown = self.show(units, ["ExecMainStartTimestamp"], "--timestamp=unix")
+        out = {}
+        for unit, values in shown.items():
+            stamp = values.get("ExecMainStartTimestamp", "").lstrip("@")
+            if stamp.replace(".", "", 1).isdigit():
+                out[unit] = float(stamp)
+        return out
 
 
 RUNNING = ("active", "activating", "reloading")

@@ -37,6 +37,14 @@ options:
     description:
       - Folder holding the profile catalog. Defaults to the collection's C(profiles/).
     type: path
+  release_dir:
+    description:
+      - Folder on the controller where the plan is kept as a release, when a playbook applies it
+        (C(site.yml), C(upgrade.yml)) - C(<release_dir>/<id>/) with C(plan.json), C(variables.json)
+        (the inventory's planning variables, keys shown as their count) and C(release.json) (when first
+        applied, and by whom: the AWX user, else the controller's user). A release kept already is left
+        as it is; nothing is written in check mode.
+    type: path
   groups:
     description:
       - The inventory groups that make up the deployment.
@@ -94,6 +102,13 @@ plan:
       description: Per inventory host, its address (ip, the one other nodes use) and its services, each with name,
         kind, role, argv, env, image, ports, after, ranks, health and container.
       type: dict
+release:
+  description:
+    - The plan's release - C(id) (the first 12 hex digits of the SHA-256 of the plan, the same for the
+      same plan) and C(by) (who applies it); with O(release_dir) also C(at) (when it was first kept)
+      and C(path) (its folder).
+  returned: success
+  type: dict
 summary:
   description: A readable table of host, service, kind, role, ranks, ports and start order.
   returned: success

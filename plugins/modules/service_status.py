@@ -60,6 +60,10 @@ options:
     description: The docker client, for services of the docker runtime.
     type: path
     default: /usr/bin/docker
+  releases_dir:
+    description: Where the host keeps each release's files (M(kimi_k3.serving.service_units)).
+    type: path
+    default: /var/lib/kimi-k3/releases
 extends_documentation_fragment:
   - kimi_k3.serving.attributes.read_only
 author:
@@ -113,6 +117,18 @@ services:
         The image (docker), the package version (host runtime) or the program's own (nginx -v) that
         runs, when known.
       type: str
+    release:
+      description: The release the service's files are (C(null) when the host keeps none for it).
+      type: str
+    release_at:
+      description: When that release was applied (UTC).
+      type: str
+    release_by:
+      description: Who applied it.
+      type: str
+    release_pending:
+      description: The process started before its files last changed - it still runs an earlier release.
+      type: bool
 unplanned:
   description: The collection's units on this host that are not in O(planned_units) (empty without it).
   returned: always
@@ -125,6 +141,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.releases import Releases
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import (
     argv_runs,
     distribution_version,
@@ -171,6 +188,22 @@ def service_report(module, svc):
         "argv_matches": argv_runs(running, svc.get("argv") or [], runtime) if running else None,
         "reload_pending": props.get("NeedDaemonReload") == "yes",
         "version": version,
+        **release_report(module, svc, props),
+    }
+
+
+def release_report(module, svc, props):
+    """The release the service's files are (kept by service_units), and whether its process predates them."""
+    store = Releases(module.params["releases_dir"])
+    current = store.current(svc["name"]) or {}
+    written = store.written(svc["name"])
+    stamp = props.get("ExecMainStartTimestamp", "").lstrip("@")
+    since = float(stamp) if stamp.replace(".", "", 1).isdigit() else None
+    return {
+        "release": current.get("release"),
+        "release_at": current.get("at"),
+        "release_by": current.get("by"),
+        "release_pending": since is not None and written is not None and since < written,
     }
 
 
@@ -209,6 +242,7 @@ def main():
             "planned_units": {"type": "list", "elements": "str"},
             "ignore_units": {"type": "list", "elements": "str", "default": ["k3-firewall"]},
             "docker": {"type": "path", "default": "/usr/bin/docker"},
+            "releases_dir": {"type": "path", "default": "/var/lib/kimi-k3/releases"},
         },
         supports_check_mode=True,
     )

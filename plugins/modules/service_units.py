@@ -247,6 +247,7 @@ options:
     suboptions: *health
 extends_documentation_fragment:
   - kimi_k3.serving.health_wait
+  - kimi_k3.serving.releases
 author: kimi_k3.serving maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -296,6 +297,16 @@ changed_files:
   description: Each changed file, with its service and what changed (content, mode, owner, created).
   type: list
   elements: dict
+  returned: always
+pending_services:
+  description: The services of O(pending) still running an earlier release's files, or whose files change now.
+  type: list
+  elements: str
+  returned: always
+kept_releases:
+  description: The services whose files were (or in check mode would be) kept as release O(release.id).
+  type: list
+  elements: str
   returned: always
 cleared_caches:
   description:
@@ -356,6 +367,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files impo
     ensure_directory,
     validator,
 )
+from ansible_collections.kimi_k3.serving.plugins.module_utils.releases import RELEASE_OPTIONS, Keeper, owed_restarts
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait import (
     SERVICE_OPTIONS,
     WAIT_OPTIONS,
@@ -364,6 +376,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait impor
 )
 from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, run_starts
 
+PHASES = ["node0", "followers"]
 # An install step's module and arguments (a step's fallback has the same two).
 INSTALL_STEP = {"module": {"type": "str", "required": True}, "args": {"type": "dict", "default": {}}}
 
@@ -393,15 +406,10 @@ def main():
             "start": _dicts(
                 name={"type": "str", "required": True},
                 unit={"type": "str", "required": True},
-                phase={"type": "str", "choices": ["node0", "followers"], "default": "node0"},
+                phase={"type": "str", "choices": PHASES, "default": "node0"},
                 probe={"type": "list", "elements": "str"},
             ),
-            "phases": {
-                "type": "list",
-                "elements": "str",
-                "choices": ["node0", "followers"],
-                "default": ["node0", "followers"],
-            },
+            "phases": {"type": "list", "elements": "str", "choices": PHASES, "default": PHASES},
             "restart": {"type": "list", "elements": "str", "default": []},
             "caches": _dicts(
                 path={"type": "path", "required": True},
@@ -416,6 +424,7 @@ def main():
                 fallback={"type": "dict", "options": INSTALL_STEP},
                 skip_in_check_mode={"type": "bool", "default": False},
             ),
+            **RELEASE_OPTIONS,
             "wait_for": _dicts(**SERVICE_OPTIONS),
             "wait": _dicts(**SERVICE_OPTIONS),
             **WAIT_OPTIONS,
@@ -433,8 +442,11 @@ def main():
     if module.params["wait_for"] and not check:
         wait.poll(with_urls(module.params["wait_for"]), check_units=False)
     dirs_changed = [d["path"] for d in module.params["directories"] if ensure_directory(d["path"], d["mode"], check)]
+    keeper = Keeper(module.params, check)
     try:
+        keeper.adopt()
         changed_files, diffs = apply_files(module.params["files"], check, module._diff, validator(module))
+        kept = keeper.keep({f["service"] for f in changed_files})
     except (OSError, ValueError, re.error) as exc:
         module.fail_json(msg="cannot write the planned files: %s" % exc, created_folders=dirs_changed)
     try:
@@ -447,17 +459,22 @@ def main():
     if reloaded and not check:
         systemd = Systemd(module)
         systemd.run("daemon-reload")
+    pending = owed_restarts(module.params, systemd or Systemd(module), changed_services)
     enable, begin, again, again_read = [], [], [], []
     if module.params["start"]:
         enable, begin, again, again_read = run_starts(module, systemd or Systemd(module), changed_files)
     for entry in changed_files:
         entry.pop("change", None)
     result = {
-        "changed": bool(dirs_changed or changed_files or changed_caches or enable or begin or again or again_read),
+        "changed": bool(
+            dirs_changed or changed_files or changed_caches or enable or begin or again or again_read or kept
+        ),
         "created_folders": dirs_changed,
         "changed_services": changed_services,
         "changed_files": changed_files,
         "cleared_caches": cleared_caches,
+        "pending_services": pending,
+        "kept_releases": kept,
         "reloaded": reloaded,
         "enabled": enable,
         "started": begin,

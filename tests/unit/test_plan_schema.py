@@ -398,7 +398,7 @@ def test_without_jsonschema_the_builtin_validator_checks(monkeypatch):
 # --------------------------------------------------------------------------
 # Names the patterns below catch that are not plan fields: Ansible results, loop variables,
 # and fields of other documents (model manifests, socket tables, preflight connections).
-NOT_PLAN_FIELDS = {"changed", "id", "service_unit_svc", "entries", "inode", "src", "dst"}
+NOT_PLAN_FIELDS = {"changed", "changed_services", "id", "service_unit_svc", "entries", "inode", "src", "dst"}
 # Plan readers in Python: variables that hold a plan, a service, its container or shell, the parameters.
 PY_READ = re.compile(
     r"\b(?:plan|parameters|s|svc|service|eng|other|target|c|container|shell|checks|pin|endpoint)\s*(?:\.get\(|\[)\"(\w+)\""

@@ -72,6 +72,27 @@ def test_each_kind_of_problem_names_host_and_service():
         assert words in problems[0]
 
 
+def test_the_release_column_and_a_restart_still_owed():
+    host = sorted(PLAN["hosts"])[0]
+    svc = PLAN["hosts"][host]["services"][0]
+    gathered = all_healthy(PLAN)
+    gathered[host]["services"][0].update(release="a1b2c3d4e5f6", release_pending=False)
+    out = status.report(PLAN, gathered)
+    column = status.COLUMNS.index("RELEASE")
+    row = next(r for r in out["rows"] if r[:2] == [host, svc["name"]])
+    assert row[column] == "a1b2c3d4e5f6" and out["problems"] == []
+    # A service without a kept release shows "-".
+    assert {r[column] for r in out["rows"] if r[:2] != [host, svc["name"]]} == {"-"}
+    gathered[host]["services"][0]["release_pending"] = True
+    out = status.report(PLAN, gathered)
+    row = next(r for r in out["rows"] if r[:2] == [host, svc["name"]])
+    assert row[column] == "a1b2c3d4e5f6(restart-owed)"
+    assert out["problems"] == [
+        "%s/%s: it still runs an earlier release (its files changed after it started): upgrade.yml rolls it"
+        % (host, svc["name"])
+    ]
+
+
 def test_drift_unplanned_units_and_unreachable_hosts_are_problems():
     hosts = sorted(PLAN["hosts"])
     gathered = all_healthy(PLAN)

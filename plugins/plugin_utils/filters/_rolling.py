@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors, needs_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _releases as releases
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _rolling as rolling
 
 
@@ -64,6 +65,10 @@ def listed_models(answer):
     return rolling.listed_models(answer)
 
 
+def release_moves(results):
+    return releases.moves([list(pair) for pair in results or []])
+
+
 class Filters:
     """kimi_k3.serving rolling filters."""
 
@@ -77,4 +82,5 @@ class Filters:
             "listed_models": listed_models,
             "changed_groups": changed_groups,
             "node_removal": node_removal,
+            "release_moves": release_moves,
         }

@@ -4,7 +4,8 @@
 
 Input, per inventory host, what status.yml gathered there:
 
-- ``services``: the service_status module's reports (unit state, restarts, health, argv, version);
+- ``services``: the service_status module's reports (unit state, restarts, health, argv, version, the
+  release its files are and whether it still runs an earlier one);
 - ``drift``: the services whose unit, environment or configuration files on the host differ from
   what the plan renders (the install step of service_unit in check mode: edited by hand, or the
   inventory changed and was not applied);
@@ -22,12 +23,14 @@ from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._accelerator_health import device_health
 
-COLUMNS = ("HOST", "SERVICE", "UNIT", "STATE", "HEALTH", "RESTARTS", "ARGV", "FILES", "VERSION", "DEVICES")
+COLUMNS = ("HOST", "SERVICE", "UNIT", "STATE", "HEALTH", "RESTARTS", "ARGV", "FILES", "RELEASE", "VERSION", "DEVICES")
+# A row with nothing known past its state.
+UNKNOWN = ["-"] * (len(COLUMNS) - 4)
 
 
 def _row(host, planned, report, drifted):
     if report is None:
-        return [host, planned["name"], planned["unit"], "unreachable", "-", "-", "-", "-", "-", "-"], [
+        return [host, planned["name"], planned["unit"], "unreachable", *UNKNOWN], [
             "%s: host not reached (service %s unknown)" % (host, planned["name"])
         ]
     problems = []
@@ -56,6 +59,12 @@ def _row(host, planned, report, drifted):
             "inventory change not applied): site.yml --check --diff --limit %s shows them, site.yml restores them"
             % (name, host)
         )
+    release = report.get("release") or "-"
+    if report.get("release_pending"):
+        release += "(restart-owed)"
+        problems.append(
+            "%s: it still runs an earlier release (its files changed after it started): upgrade.yml rolls it" % name
+        )
     row = [
         host,
         planned["name"],
@@ -65,6 +74,7 @@ def _row(host, planned, report, drifted):
         str(report["restarts"]),
         argv,
         files,
+        release,
         report.get("version") or "-",
         "-",
     ]
@@ -102,7 +112,7 @@ def report(plan, gathered, hosts=None):
         for planned in data.get("services") or []:
             report_ = None if got is None else by_name.get(planned["name"])
             if got is not None and report_ is None:
-                row = [host, planned["name"], planned["unit"], "not reported", "-", "-", "-", "-", "-", "-"]
+                row = [host, planned["name"], planned["unit"], "not reported", *UNKNOWN]
                 found = ["%s/%s: not reported by the host" % (host, planned["name"])]
             else:
                 row, found = _row(host, planned, report_, planned["name"] in drift)
@@ -112,7 +122,7 @@ def report(plan, gathered, hosts=None):
             rows.append(row)
             problems += found
         for unit in (got or {}).get("unplanned") or []:
-            rows.append([host, "-", unit, "unplanned", "-", "-", "-", "-", "-", "-"])
+            rows.append([host, "-", unit, "unplanned", *UNKNOWN])
             problems.append(
                 "%s: unit %s is the collection's but not in the plan (a service the inventory no longer has): "
                 "playbooks/remove_node.yml or teardown.yml removes it" % (host, unit)
