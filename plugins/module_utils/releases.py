@@ -140,7 +140,12 @@ class Releases:
             if data is None:
                 continue
             st = os.stat(item["path"])
-            entry = {"path": item["path"], "mode": "%04o" % (st.st_mode & 0o7777), "gid": st.st_gid}
+            entry = {
+                "path": item["path"],
+                "mode": "%04o" % (st.st_mode & 0o7777),
+                "gid": st.st_gid,
+                "mtime": st.st_mtime,
+            }
             text = data.decode("utf-8", "replace")
             if item.get("secret"):
                 text, masked = mask(text, secrets)
@@ -200,7 +205,7 @@ class Releases:
         return kept[-2] if len(kept) > 1 else None
 
     def restore_plan(self, service, manifest):
-        """``[(path, text, mode, gid)]``: the files to write for ``manifest`` that differ from the host's."""
+        """``[(entry, text)]``: the files of ``manifest`` that differ from the host's, with their text."""
         folder = os.path.join(self._service(service), manifest["release"])
         out = []
         for entry in manifest.get("files") or []:
@@ -212,20 +217,25 @@ class Releases:
             if "masked" in entry:
                 text = unmask(kept, entry["masked"], None if live is None else live.decode("utf-8", "replace"))
             if file_changes(entry["path"], text, entry["mode"], entry["gid"]):
-                out.append((entry["path"], text, entry["mode"], entry["gid"]))
+                out.append((entry, text))
         return out
 
-    def restore(self, service, manifest, check):
-        """Write ``manifest``'s files where they differ and make it current. The paths written."""
+    def restore(self, service, manifest, check, still_runs=False):
+        """Write ``manifest``'s files where they differ and make it current. The paths written.
+
+        ``still_runs``: the service's process predates its current files, so it still runs the release
+        restored: the files get back the times they had then, and it owes no restart."""
         writes = self.restore_plan(service, manifest)
         if not check:
-            for path, text, mode, gid in writes:
-                write_file(path, text, mode, known_gid(gid))
+            for entry, text in writes:
+                write_file(entry["path"], text, entry["mode"], known_gid(entry["gid"]))
+                if still_runs and entry.get("mtime"):
+                    os.utime(entry["path"], (entry["mtime"], entry["mtime"]))
             # seconds: when the files were written (a unit started before runs an earlier release).
             mark = {k: manifest[k] for k in ("release", "at", "by") if k in manifest}
             mark["seconds"] = time.time()
             _dump(os.path.join(self._service(service), CURRENT), mark)
-        return [w[0] for w in writes]
+        return [entry["path"] for entry, _text in writes]
 
 
 def known_gid(gid):

@@ -28,9 +28,9 @@ UNIT_PROPERTIES = (
 
 def unit_properties(run, unit, names=UNIT_PROPERTIES):
     """``systemctl show`` properties of ``unit`` as a dict (empty when systemctl fails); timestamps
-    as ``@seconds``."""
+    with microseconds, in UTC (unit_starts.stamp_seconds reads them)."""
     rc, out, _err = run(
-        ["systemctl", "show", unit, "--timestamp=unix", "--property=" + ",".join(names)], check_rc=False
+        ["systemctl", "show", unit, "--timestamp=us+utc", "--property=" + ",".join(names)], check_rc=False
     )
     props = {}
     if rc == 0:

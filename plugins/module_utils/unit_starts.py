@@ -6,6 +6,8 @@ per kind of action. Used by the service_units module (``module`` is its AnsibleM
 
 from __future__ import annotations
 
+import datetime
+
 
 class Systemd:
     """The systemctl calls the module makes (one per kind of action, every unit at once)."""
@@ -42,13 +44,24 @@ class Systemd:
 
     def started(self, units):
         """``{unit: seconds}``: when each unit's main process last started (units never started are left out)."""
-        shown = self.show(units, ["ExecMainStartTimestamp"], "--timestamp=unix")
+        shown = self.show(units, ["ExecMainStartTimestamp"], "--timestamp=us+utc")
         out = {}
         for unit, values in shown.items():
-            stamp = values.get("ExecMainStartTimestamp", "").lstrip("@")
-            if stamp.replace(".", "", 1).isdigit():
-                out[unit] = float(stamp)
+            seconds = stamp_seconds(values.get("ExecMainStartTimestamp", ""))
+            if seconds is not None:
+                out[unit] = seconds
         return out
+
+
+def stamp_seconds(text):
+    """A systemd timestamp shown with ``--timestamp=us+utc`` (``Sat 2026-12-05 12:51:25.795570 UTC``) as
+    seconds since the epoch; None for an empty or other text. (``--timestamp=unix`` drops the fraction:
+    a unit started in the second its files were written would seem older than them.)"""
+    try:
+        moment = datetime.datetime.strptime(text.strip(), "%a %Y-%m-%d %H:%M:%S.%f UTC")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()  # noqa: UP017 (hosts may run Python < 3.11)
 
 
 RUNNING = ("active", "activating", "reloading")

@@ -21,6 +21,8 @@ description:
     restarts nothing - the caller rolls the services that changed, group by group. Keys are never kept
     in a release - a line holding one is taken from the live file, so a rotated key does not come back.
   - A service whose target release is its current one changes nothing (a second rollback is a no-op).
+  - A service whose process predates its files (an upgrade staged them but never restarted it) still runs the
+    release restored - its files get back the times they had, so it owes no restart.
 options:
   services:
     description:
@@ -74,12 +76,14 @@ services:
       (when and by whom it was applied), C(kept) (the kept release ids, oldest first), C(pending) (the
       unit started before its files last changed, so it still runs an earlier release), and with
       O(state=rollback) C(target) (the release restored, None when there is none), C(files) (the paths
-      written) and C(missing) (O(release) is not kept for it).
+      written), C(restart) (it must restart to run them) and C(missing) (O(release) is not kept for it).
   type: list
   elements: dict
   returned: always
 changed_services:
-  description: The services whose files were (or in check mode would be) restored; they must restart.
+  description:
+    - The services whose files were (or in check mode would be) restored and that must restart for them (not
+      those whose process still runs the release restored).
   type: list
   elements: str
   returned: always
@@ -113,8 +117,11 @@ def _rollback(store, entry, wanted, check):
     entry["target"] = goal["release"] if goal else None
     entry["missing"] = bool(wanted and not goal)
     entry["files"] = []
+    entry["restart"] = False
     if goal and goal["release"] != entry["release"]:
-        entry["files"] = store.restore(entry["name"], goal, check)
+        # A process older than its files (an upgrade staged that never restarted it) runs the release restored.
+        entry["files"] = store.restore(entry["name"], goal, check, still_runs=entry["pending"])
+        entry["restart"] = bool(entry["files"]) and not entry["pending"]
         if not check:
             entry["release"], entry["at"], entry["by"] = goal["release"], goal["at"], goal.get("by")
     return entry
@@ -143,11 +150,12 @@ def main():
             out = [_rollback(store, entry, module.params["release"], module.check_mode) for entry in out]
     except OSError as exc:
         module.fail_json(msg="cannot restore a release's files: %s" % exc, services=out)
-    changed = sorted(e["name"] for e in out if e.get("files"))
+    changed = sorted(e["name"] for e in out if e.get("restart"))
+    written = any(e.get("files") for e in out)
     reloaded = any(path.endswith(".service") for e in out for path in e.get("files", []))
     if reloaded and not module.check_mode:
         systemd.run("daemon-reload")
-    module.exit_json(changed=bool(changed), services=out, changed_services=changed, reloaded=reloaded)
+    module.exit_json(changed=written, services=out, changed_services=changed, reloaded=reloaded)
 
 
 if __name__ == "__main__":

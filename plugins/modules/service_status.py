@@ -149,6 +149,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe impo
     process_argv,
     unit_properties,
 )
+from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import stamp_seconds
 
 MARK = "# Managed by kimi_k3.serving"
 # Programs that are no Python distribution: the flag that prints their version, and how to read it.
@@ -197,8 +198,7 @@ def release_report(module, svc, props):
     store = Releases(module.params["releases_dir"])
     current = store.current(svc["name"]) or {}
     written = store.written(svc["name"])
-    stamp = props.get("ExecMainStartTimestamp", "").lstrip("@")
-    since = float(stamp) if stamp.replace(".", "", 1).isdigit() else None
+    since = stamp_seconds(props.get("ExecMainStartTimestamp", ""))
     return {
         "release": current.get("release"),
         "release_at": current.get("at"),

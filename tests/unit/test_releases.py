@@ -238,3 +238,24 @@ def test_a_rollback_says_per_engine_where_it_goes():
         "h1/y: keeps release bbb (no earlier release is kept)",
     ]
     assert controller.moves([]) == ["no engine keeps a release on these hosts"]
+
+
+def test_undoing_files_staged_for_a_process_that_never_restarted_owes_no_restart(tmp_path, capsys, systemd):
+    apply(capsys, tmp_path, "aaa", 8000)
+    systemd["started"]["k3-engine"] = os.stat(tmp_path / "conf" / "engine.yaml").st_mtime + 1
+    # Staged a second later: the process predates the files of bbb.
+    apply(capsys, tmp_path, "bbb", 8001)
+    for name in ("engine.yaml", "engine.env", "k3-engine.service"):
+        os.utime(tmp_path / "conf" / name, (systemd["started"]["k3-engine"] + 5,) * 2)
+    _, undone = releases_module(capsys, tmp_path, "rollback")
+    entry = undone["services"][0]
+    assert entry["pending"] and entry["files"] and not entry["restart"]
+    assert undone["changed"] and undone["changed_services"] == []
+    assert text(tmp_path, "engine.yaml") == "port: 8000\n"
+    _, report = releases_module(capsys, tmp_path)
+    assert report["services"][0]["release"] == "aaa" and not report["services"][0]["pending"]
+
+
+def test_a_start_time_keeps_its_microseconds():
+    assert unit_starts.stamp_seconds("Sat 2026-12-05 12:51:25.795570 UTC") == pytest.approx(1796475085.79557)
+    assert unit_starts.stamp_seconds("") is None and unit_starts.stamp_seconds("@1796474885") is None
