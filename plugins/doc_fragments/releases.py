@@ -52,4 +52,8 @@ options:
         description: Its systemd unit (without C(.service)).
         type: str
         required: true
+      phase:
+        description: Its start phase, as in O(start) (not used here, so that the same list serves both).
+        type: str
+        choices: [node0, followers]
 """

@@ -36,7 +36,11 @@ RELEASE_OPTIONS = {
         "type": "list",
         "elements": "dict",
         "default": [],
-        "options": {"name": {"type": "str", "required": True}, "unit": {"type": "str", "required": True}},
+        "options": {
+            "name": {"type": "str", "required": True},
+            "unit": {"type": "str", "required": True},
+            "phase": {"type": "str", "choices": ["node0", "followers"]},
+        },
     },
 }
 CURRENT = "current.json"

@@ -70,7 +70,7 @@ def apply(capsys, tmp_path, release, port, key=KEY, check=False, pending=False):
         "secrets": [key],
         "release": {"id": release, "by": "tester"},
         "releases_dir": str(tmp_path / "releases"),
-        "pending": [{"name": "engine", "unit": "k3-engine"}] if pending else [],
+        "pending": [{"name": "engine", "unit": "k3-engine", "phase": "node0"}] if pending else [],
         "_ansible_check_mode": check,
     }
     with patch_module_args(args), pytest.raises(SystemExit):
