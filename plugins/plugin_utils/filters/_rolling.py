@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors, needs_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _canary as canary_roll
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _releases as releases
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _rolling as rolling
 
@@ -65,6 +66,22 @@ def listed_models(answer):
     return rolling.listed_models(answer)
 
 
+@filter_errors
+def upgrade_roll(plan, changed, canary=1, canary_groups=None, serial=1, pause_after=0):
+    if not isinstance(changed, dict):
+        raise ValueError("upgrade_roll needs a mapping of host to changed service names")
+    out = _upgrade_roll(needs_plan(plan, "upgrade_roll"), changed, canary, canary_groups, serial, pause_after)
+    rolled = [g for batch in out["batches"] for g in batch]
+    groups = [g for g in rolling.replica_groups(plan) if g["id"] in rolled]
+    out["outages"] = out["outages"] + rolling.front_outages(plan, groups)
+    return out
+
+
+@filter_errors(label="upgrade", errors=(rolling.RollingError,))
+def _upgrade_roll(plan, changed, canary, canary_groups, serial, pause_after):
+    return canary_roll.upgrade_roll(plan, changed, canary, canary_groups, serial, pause_after)
+
+
 def release_moves(results):
     return releases.moves([list(pair) for pair in results or []])
 
@@ -83,4 +100,5 @@ class Filters:
             "changed_groups": changed_groups,
             "node_removal": node_removal,
             "release_moves": release_moves,
+            "upgrade_roll": upgrade_roll,
         }

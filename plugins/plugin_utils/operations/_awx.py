@@ -169,7 +169,9 @@ def operation_variables(root, operation, contract=None):
     """name -> declaration (argument-spec form) of every variable the operation's survey asks for."""
     out = {}
     for name, spec in (operation.get("options") or {}).items():
-        out[name] = dict(spec)
+        # survey false: checked when the playbook starts, set as an extra variable, never asked.
+        if spec.get("survey", True):
+            out[name] = {k: v for k, v in spec.items() if k != "survey"}
     for role, names in (operation.get("roles") or {}).items():
         options = role_options(root, role)
         for name in names:

@@ -1,0 +1,221 @@
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""The canary's gates: a short benchmark of the canary against the groups still on the release
+before, and no firing alert for the canary's hosts for a soak time.
+
+The short benchmark sends the same streamed completions (``ignore_eos``, so every answer is
+``max_tokens`` long) to each canary group and to each baseline group of its role, straight to the
+engines, and measures them as the benchmark playbook does (TTFT, ITL and end-to-end latency per
+request, output throughput over the probe), into points of the benchmark's normalised shape. The
+benchmark's own gates judge them (benchmark/_gates.py): failed requests, an absolute TTFT or
+throughput, and a regression in percent against the baseline's point of the same role.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import ssl
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._common import METRICS, fmt
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._gates import (
+    Thresholds,
+    apply_gates,
+    change_percent,
+    gate_list,
+)
+
+PROMPT = "Kimi-K3 canary check: count from one to one hundred, in words, one number a line."
+# The metrics printed side by side, the canary's and the baseline's.
+SHOWN = ("completed", "failed", "ttft_ms.p50", "ttft_ms.p99", "itl_ms.p50", "e2el_ms.p50", "output_throughput")
+
+
+def _context(ca_path):
+    return ssl.create_default_context(cafile=ca_path or None)
+
+
+def _percentiles(values):
+    """mean, p50, p90, p99 (nearest rank) in milliseconds of ``values`` in seconds; {} for none."""
+    if not values:
+        return {}
+    ordered = sorted(v * 1000.0 for v in values)
+
+    def rank(p):
+        return ordered[max(0, math.ceil(p / 100.0 * len(ordered)) - 1)]
+
+    return {"mean": sum(ordered) / len(ordered), "p50": rank(50), "p90": rank(90), "p99": rank(99)}
+
+
+def one_request(url, model, key, ca_path, max_tokens, timeout):
+    """One streamed completion: ``{ttft, itls, e2el, tokens}`` in seconds, or ``{error}``."""
+    body = {
+        "model": model,
+        "prompt": PROMPT,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    request = urllib.request.Request(
+        url.rstrip("/") + "/v1/completions", json.dumps(body).encode(), headers=headers, method="POST"
+    )
+    started = time.monotonic()
+    stamps, tokens = [], None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=_context(ca_path)) as answer:
+            for raw in answer:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[5:])
+                if chunk.get("usage"):
+                    tokens = chunk["usage"].get("completion_tokens")
+                if any(choice.get("text") for choice in chunk.get("choices") or []):
+                    stamps.append(time.monotonic())
+    except (OSError, ValueError) as exc:
+        return {"error": "%s: %s" % (url, exc)}
+    if not stamps:
+        return {"error": "%s: the answer streamed no token" % url}
+    return {
+        "ttft": stamps[0] - started,
+        "itls": [b - a for a, b in zip(stamps, stamps[1:], strict=False)],
+        "e2el": stamps[-1] - started,
+        "tokens": tokens if tokens is not None else len(stamps),
+    }
+
+
+def probe(urls, settings, send=one_request):
+    """``(results, seconds)`` of ``settings['requests']`` completions to each of ``urls`` in turn,
+    ``settings['concurrency']`` at a time (settings: model, key, ca_path, max_tokens, timeout)."""
+    results, seconds = [], 0.0
+    for url in urls:
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=max(1, settings["concurrency"])) as pool:
+            results += list(
+                pool.map(
+                    lambda _n, u=url: send(
+                        u,
+                        settings["model"],
+                        settings["key"],
+                        settings["ca_path"],
+                        settings["max_tokens"],
+                        settings["timeout"],
+                    ),
+                    range(settings["requests"]),
+                )
+            )
+        seconds += time.monotonic() - started
+    return results, seconds
+
+
+def role_points(groups, settings, send=one_request):
+    """Role to the normalised point of its groups (``[{role, url}]``), probed group by group."""
+    out = {}
+    for role in dict.fromkeys(g["role"] for g in groups):
+        results, seconds = probe([g["url"] for g in groups if g["role"] == role], settings, send)
+        out[role] = point(role, results, seconds)
+    return out
+
+
+def point(name, results, duration):
+    """The benchmark's normalised point of the probe's ``results``."""
+    good = [r for r in results if "error" not in r]
+    tokens = sum(r["tokens"] for r in good)
+    return {
+        "name": name,
+        "scenario": "canary",
+        "completed": len(good),
+        "failed": len(results) - len(good),
+        "duration_s": duration,
+        "request_throughput": len(good) / duration if duration else None,
+        "output_throughput": tokens / duration if duration else None,
+        "ttft_ms": _percentiles([r["ttft"] for r in good]),
+        "itl_ms": _percentiles([i for r in good for i in r["itls"]]),
+        "e2el_ms": _percentiles([r["e2el"] for r in good]),
+        "tpot_ms": _percentiles([(r["e2el"] - r["ttft"]) / (r["tokens"] - 1) for r in good if r["tokens"] > 1]),
+        "errors": [r["error"] for r in results if "error" in r][:3],
+    }
+
+
+def judge(canary, baseline, thresholds, extra=()):
+    """The failures of the canary's points (role to point) against the baseline's (role to point),
+    one sentence each; [] when every gate passes."""
+    gates = gate_list(Thresholds(**thresholds), extra)
+    points = [dict(p, name=role) for role, p in canary.items()]
+    failures = apply_gates(
+        points,
+        gates,
+        "the canary",
+        baseline={r: dict(p, name=r) for r, p in baseline.items()},
+        baseline_dir="the groups on the release before",
+    )
+    for role, p in canary.items():
+        for error in p.get("errors") or []:
+            failures.append("canary %s: a request failed: %s" % (role, error))
+    return failures
+
+
+def side_by_side(canary, baseline):
+    """Lines with the canary's figures beside the baseline's, per role and metric."""
+    lines = []
+    for role, p in canary.items():
+        base = baseline.get(role)
+        for name in SHOWN:
+            unit = METRICS[name][1]
+            text = "%s %s: canary %s" % (role, name, fmt(_metric(p, name), unit))
+            if base:
+                old = _metric(base, name)
+                text += ", release before %s" % fmt(old, unit)
+                change = change_percent(name, _metric(p, name), old)
+                if change is not None and abs(change) >= 0.05:
+                    text += " (%.1f%% %s)" % (abs(change), "worse" if change > 0 else "better")
+            lines.append(text)
+    return lines
+
+
+def _metric(p, name):
+    if "." in name:
+        lat, pct = name.split(".")
+        return (p.get(lat) or {}).get(pct)
+    return p.get(name)
+
+
+def firing(prometheus, hosts, opener=None):
+    """The alerts firing for ``hosts`` (their ``k3_host`` label), each ``name on host (severity)``.
+
+    ``prometheus``: ``{url, user, password, ca_path}``; raises OSError/ValueError when it does not answer."""
+    url = prometheus["url"].rstrip("/") + "/api/v1/alerts"
+    request = urllib.request.Request(url)
+    if prometheus.get("password"):
+        token = base64.b64encode(("%s:%s" % (prometheus.get("user") or "", prometheus["password"])).encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+    open_url = opener or (lambda r: urllib.request.urlopen(r, timeout=10, context=_context(prometheus.get("ca_path"))))
+    with open_url(request) as answer:
+        data = json.loads(answer.read().decode("utf-8"))
+    out = []
+    for alert in (data.get("data") or {}).get("alerts") or []:
+        labels = alert.get("labels") or {}
+        if alert.get("state") == "firing" and labels.get("k3_host") in hosts:
+            out.append(
+                "%s on %s (%s)"
+                % (labels.get("alertname", "?"), labels["k3_host"], labels.get("severity", "no severity"))
+            )
+    return sorted(set(out))
+
+
+def soak(prometheus, hosts, seconds, *, interval=5, opener=None, sleep=time.sleep, clock=time.monotonic):
+    """Watch the alerts of ``hosts`` for ``seconds``: the first firing ones found (a list), else []."""
+    end = clock() + seconds
+    while True:
+        found = firing(prometheus, hosts, opener)
+        if found or clock() >= end:
+            return found
+        sleep(min(interval, max(0.0, end - clock())))
