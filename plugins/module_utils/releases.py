@@ -12,6 +12,10 @@ Keys are never kept: in a secret file (an environment file with keys) a line hol
 as its name only, and a restore takes that line from the live file, so a rollback brings back the
 configuration of a release, never a key that was rotated out since. A secret file with a key on a
 line that has no name (a file of keys) is not restored at all: it stays as it is.
+
+A rollback goes to the release before the newest; the release it leaves is marked undone and no
+longer counts (a failed canary's release, or files staged for an upgrade that stopped), so a second
+rollback changes nothing and a rollback after a failed upgrade still reaches the release before.
 """
 
 from __future__ import annotations
@@ -193,20 +197,26 @@ class Releases:
         shutil.rmtree(os.path.join(self._service(service), release), ignore_errors=True)
 
     def prune(self, service):
-        """Drop the oldest kept releases past ``keep``, never the current one."""
+        """Drop kept releases past ``keep``, those a rollback left first, then the oldest; never the current one."""
         current = (self.current(service) or {}).get("release")
         kept = self.kept(service)
-        for manifest in kept[: max(0, len(kept) - self.keep)]:
+        order = [m for m in kept if m.get("undone")] + [m for m in kept if not m.get("undone")]
+        extra = len(kept) - self.keep
+        for manifest in order:
+            if extra <= 0:
+                break
             if manifest["release"] != current:
                 self.forget(service, manifest["release"])
+                extra -= 1
 
     def target(self, service, wanted=None):
-        """The release a rollback gives ``service``: ``wanted`` when kept, else the one before its newest.
-        None when there is none (nothing kept, or only one release)."""
+        """The release a rollback gives ``service``: ``wanted`` when kept; else, of the releases no rollback
+        left (a failed canary's, an undone staging's), the one before the newest. None when there is none."""
         kept = self.kept(service)
         if wanted:
             return next((m for m in kept if m["release"] == wanted), None)
-        return kept[-2] if len(kept) > 1 else None
+        live = [m for m in kept if not m.get("undone")]
+        return live[-2] if len(live) > 1 else None
 
     def restore_plan(self, service, manifest):
         """``[(entry, text)]``: the files of ``manifest`` that differ from the host's, with their text."""
@@ -230,6 +240,13 @@ class Releases:
         ``still_runs``: the service's process predates its current files, so it still runs the release
         restored: the files get back the times they had then, and it owes no restart."""
         writes = self.restore_plan(service, manifest)
+        left = (self.current(service) or {}).get("release")
+        if not check and left and left != manifest["release"]:
+            # The release left is undone: a later rollback does not count it (see target).
+            path = os.path.join(self._service(service), left, MANIFEST)
+            data = _load(path)
+            if data:
+                _dump(path, dict(data, undone=True))
         if not check:
             for entry, text in writes:
                 write_file(entry["path"], text, entry["mode"], known_gid(entry["gid"]))

@@ -259,3 +259,27 @@ def test_undoing_files_staged_for_a_process_that_never_restarted_owes_no_restart
 def test_a_start_time_keeps_its_microseconds():
     assert unit_starts.stamp_seconds("Sat 2026-12-05 12:51:25.795570 UTC") == pytest.approx(1796475085.79557)
     assert unit_starts.stamp_seconds("") is None and unit_starts.stamp_seconds("@1796474885") is None
+
+
+def test_a_release_left_by_a_rollback_no_longer_counts(tmp_path, capsys, systemd):
+    apply(capsys, tmp_path, "r0", 8000)
+    apply(capsys, tmp_path, "r1", 8001)
+    apply(capsys, tmp_path, "r2", 8002)  # a canary that failed: back to r1 by itself
+    releases_module(capsys, tmp_path, "rollback")
+    apply(capsys, tmp_path, "r3", 8003)  # staged, then undone when the upgrade stopped
+    releases_module(capsys, tmp_path, "rollback")
+    store = releases.Releases(str(tmp_path / "releases"))
+    assert store.current("engine")["release"] == "r1"
+    # Three kept: the undone r2 went first, r0 stays for the rollback of the whole deployment.
+    assert [(m["release"], bool(m.get("undone"))) for m in store.kept("engine")] == [
+        ("r0", False),
+        ("r1", False),
+        ("r3", True),
+    ]
+    _, done = releases_module(capsys, tmp_path, "rollback")
+    assert done["services"][0]["target"] == "r0" and text(tmp_path, "engine.yaml") == "port: 8000\n"
+    _, again = releases_module(capsys, tmp_path, "rollback")
+    assert not again["changed"]
+    # Applied again, r1 counts again.
+    apply(capsys, tmp_path, "r1", 8001)
+    assert store.target("engine")["release"] == "r0"
