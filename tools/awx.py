@@ -4,7 +4,7 @@
 tools/awx.py render [-s SETTINGS] [-o FILE]
     The objects in awxkit's import layout (JSON): organization, project, inventory and its
     source, execution environment, credentials, a job template per operation with its survey,
-    the deploy workflow. SETTINGS (YAML) overrides plugins/plugin_utils/operations/_awx.py's
+    the deploy and upgrade workflows. SETTINGS (YAML) overrides plugins/plugin_utils/operations/_awx.py's
     DEFAULT_SETTINGS (organization, project scm_url, inventory source_path, EE image ...).
 
 tools/awx.py apply [-s SETTINGS]

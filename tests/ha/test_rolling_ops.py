@@ -8,6 +8,10 @@ without a pause between rounds (tests/helpers/traffic.py: one load generator for
 between operations); each test asserts that none of the operation's requests failed and
 that the operation really happened (every engine's process replaced, the new argv running). The
 module deploys the HA sandbox once (make sandbox-ha) and removes it at its end. Needs root.
+
+The upgrades run with their canary (one group of each role) and its gates; the tests go in order:
+restart, an upgrade paused after its canary and resumed, a canary that cannot start and one that
+fails a gate (each back on its release before by itself), rollback.yml, then remove_node and scale.
 """
 
 from __future__ import annotations
@@ -175,65 +179,128 @@ def test_restart_replaces_every_engine_and_fails_no_request(ha):
     assert "This restart stops serving" not in out.stdout
 
 
-def test_upgrade_rolls_a_changed_engine_parameter_onto_every_engine_and_fails_no_request(ha):
-    new = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 30}]}']
-    dry = playbook("playbooks/upgrade.yml", *ha["args"], *new, "--check")
-    assert "Replica groups to restart: k3-ha-prefill/prefill" in dry.stdout, dry.stdout[-3000:]
+def squashed(text):
+    return re.sub(r"\s+", " ", text)
+
+
+def releases(ha, *extra):
+    """The inventory's plan's release and each engine's (RELEASE, ARGV, FILES), from status.yml."""
+    out = ansible_playbook("playbooks/status.yml", *ha["args"], *extra, inventory=INVENTORY)
+    plan = re.search(r"The inventory's plan is release (\w+)", out.stdout)
+    assert plan, out.stdout[-3000:]
+    rows = {r["HOST"]: (r["RELEASE"], r["ARGV"], r["FILES"]) for r in status_rows(out.stdout) if r["HOST"] in ENGINES}
+    assert len(rows) == 4, out.stdout[-3000:]
+    return plan.group(1), rows
+
+
+CANARY = ("k3-ha-prefill", "k3-ha-decode")
+NEW = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 30}]}']
+
+
+def test_an_upgrade_paused_after_its_canary_resumes_and_fails_no_request(ha):
+    """The canary (one group of each role) rolls first and passes its gates (the short benchmark against
+    the two groups still on the release before); pause_after=1 stops there, the next run resumes."""
+    old, _rows = releases(ha)
+    dry = playbook("playbooks/upgrade.yml", *ha["args"], *NEW, "--check")
+    assert "The canary: k3-ha-prefill/prefill + k3-ha-decode/decode" in squashed(dry.stdout), dry.stdout[-3000:]
     assert "would restart (--check)" in dry.stdout
     before = main_pids()
     assert before == main_pids()  # --check restarted nothing
-    out, totals = under_traffic(ha, "upgrade", "playbooks/upgrade.yml", *ha["args"], *new, "-e", "restart_serial=2")
+    out, totals = under_traffic(ha, "upgrade-canary", "playbooks/upgrade.yml", *ha["args"], *NEW, "-e", "pause_after=1")
     assert_no_failed_request(totals)
-    assert "in 2 batch(es)" in " ".join(out.stdout.split()), out.stdout[-3000:]
+    text = squashed(out.stdout)
+    assert "the canary k3-ha-prefill/prefill + k3-ha-decode/decode passed its gates" in text, text[-3000:]
+    # The canary's figures beside the release before's (k3-ha-prefill2 and k3-ha-decode2).
+    assert re.search(r"decode ttft_ms\.p50: canary [\d.]+ ms, release before [\d.]+ ms", text), text[-3000:]
+    assert "Paused: k3-ha-prefill2/prefill, k3-ha-decode2/decode keep the release they run" in text
+    paused = main_pids()
+    assert all(paused[h] != before[h] for h in CANARY) and all(
+        paused[h] == before[h] for h in ENGINES if h not in CANARY
+    )
+    new, rows = releases(ha, *NEW)
+    assert new != old
+    assert {h: rows[h] for h in CANARY} == {h: (new, "plan", "plan") for h in CANARY}, rows
+    # The paused groups keep the release they run, and owe no restart (their staged files undone).
+    assert {h: rows[h] for h in ENGINES if h not in CANARY} == {
+        h: (old, "DIFFERS", "DRIFT") for h in ENGINES if h not in CANARY
+    }, rows
+
+    out, totals = under_traffic(ha, "upgrade-resume", "playbooks/upgrade.yml", *ha["args"], *NEW)
+    assert_no_failed_request(totals)
+    assert "Replica groups to restart: k3-ha-prefill2/prefill + k3-ha-decode2/decode" in squashed(out.stdout)
+    after = main_pids()
+    assert all(after[h] == paused[h] for h in CANARY) and all(after[h] != paused[h] for h in ENGINES if h not in CANARY)
+    assert releases(ha, *NEW) == (new, {h: (new, "plan", "plan") for h in ENGINES})
+    # Run again: nothing changes, nothing restarts.
+    again = playbook("playbooks/upgrade.yml", *ha["args"], *NEW)
+    assert "nothing changes" in again.stdout and main_pids() == after
+    ha["extra"], ha["releases"] = NEW, (old, new)
+
+
+def assert_canary_back_and_the_others_untouched(ha, before, out, reason):
+    text = out.stdout + out.stderr
+    (ha["load"].result_dir / ("%s.log" % reason.split()[0])).write_text(text)
+    said = squashed(text)
+    assert "upgrade stopped: the canary k3-ha-prefill/prefill + k3-ha-decode/decode failed" in said, text[-4000:]
+    assert reason in said, text[-4000:]
+    assert "Back on the release before and serving: k3-ha-prefill/prefill, k3-ha-decode/decode" in said
+    after = main_pids()
+    assert all(after[h] != before[h] for h in CANARY), (before, after)
+    assert all(after[h] == before[h] for h in ENGINES if h not in CANARY), (before, after)
+    workers = router_workers(ha)
+    assert len(workers) == 4 and all(w["is_healthy"] for w in workers.values()), workers
+    _old, new = ha["releases"]
+    assert releases(ha, *ha["extra"]) == (new, {h: (new, "plan", "plan") for h in ENGINES})
+
+
+def test_a_canary_that_cannot_start_goes_back_by_itself_and_the_others_are_untouched(ha):
+    """Every engine is given a logging configuration that does not exist: the canary exits at start."""
+    bad = ["-e", '{"k3_env": {"VLLM_LOGGING_CONFIG_PATH": "/nonexistent/k3-logging.json"}}']
+    before = main_pids()
+    out, totals = under_traffic(
+        ha,
+        "broken",
+        "playbooks/upgrade.yml",
+        *ha["args"],
+        *ha["extra"],
+        *bad,
+        # The engine exits at start, which the wait sees at once; the timeout only bounds a start
+        # slowed by the other suites on the cores (make test runs them side by side).
+        "-e",
+        "restart_health_timeout=180",
+        expect_failure=True,
+    )
+    assert_no_failed_request(totals)
+    assert "Could not load logging config" in out.stdout  # its journal's tail
+    assert_canary_back_and_the_others_untouched(ha, before, out, 'failed at "Healthy again')
+
+
+def test_a_canary_that_fails_a_gate_goes_back_by_itself(ha):
+    """A p99 TTFT of 1 ms: no engine meets it."""
+    newer = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 31}]}', "-e", "gate_ttft_p99_ms=1"]
+    before = main_pids()
+    out, totals = under_traffic(ha, "gate", "playbooks/upgrade.yml", *ha["args"], *newer, expect_failure=True)
+    assert_no_failed_request(totals)
+    assert re.search(r"point decode: ttft_ms\.p99 = [\d.]+ ms, above the threshold 1 ms", out.stdout), out.stdout[
+        -3000:
+    ]
+    assert_canary_back_and_the_others_untouched(ha, before, out, "the canary failed its gates")
+
+
+def test_rollback_returns_every_group_to_the_release_before(ha):
+    old, new = ha["releases"]
+    before = main_pids()
+    dry = playbook("playbooks/rollback.yml", *ha["args"], *ha["extra"], "--check")
+    assert "k3-ha-decode2/decode: back to release %s" % old in dry.stdout and main_pids() == before
+    out, totals = under_traffic(ha, "rollback", "playbooks/rollback.yml", *ha["args"], "-e", "restart_serial=2")
+    assert_no_failed_request(totals)
     after = main_pids()
     assert all(after[h] != before[h] for h in ENGINES), (before, after)
-    # Every engine now runs the plan's new argv, and nothing else drifted.
-    status = playbook("playbooks/status.yml", *ha["args"], *new)
-    rows = status_rows(status.stdout)
-    engines = [r for r in rows if r["HOST"] in ENGINES]
-    assert len(engines) == 4 and all(r["ARGV"] == "plan" and r["FILES"] == "plan" for r in engines), rows
-    # Run again: nothing changes, nothing restarts.
-    again = playbook("playbooks/upgrade.yml", *ha["args"], *new)
-    assert "nothing changes" in again.stdout and main_pids() == after
-    ha["extra"] = new
-
-
-def test_a_group_that_does_not_come_back_stops_the_roll_with_its_journal_and_the_others_serve(ha):
-    """k3-ha-prefill2's engine is given a logging configuration that does not exist: it exits at start."""
-    bad = INVENTORY / "host_vars" / "k3-ha-prefill2.yml"
-    bad.parent.mkdir(exist_ok=True)
-    bad.write_text("---\nk3_env:\n  VLLM_LOGGING_CONFIG_PATH: /nonexistent/k3-logging.json\n")
-    before = main_pids()
-    try:
-        out, totals = under_traffic(
-            ha,
-            "broken",
-            "playbooks/upgrade.yml",
-            *ha["args"],
-            *ha["extra"],
-            # The engine exits at start, which the wait sees at once; the timeout only bounds a start
-            # slowed by the other suites on the cores (make test runs them side by side).
-            "-e",
-            "restart_health_timeout=180",
-            expect_failure=True,
-        )
-    finally:
-        bad.unlink()
-    assert_no_failed_request(totals)
-    text = out.stdout + out.stderr
-    (ha["load"].result_dir / "broken-upgrade.log").write_text(text)
-    assert "Replica groups to restart: k3-ha-prefill2/prefill" in re.sub(r"\s+", " ", text), text[-3000:]
-    # The failed task is the health wait, delegated to the host that did not come back.
-    failures = [line for line in text.splitlines() if re.match(r"(fatal|failed): \[", line)]
-    assert any("k3-ha-prefill2" in line for line in failures), failures or text[-3000:]
-    assert "Could not load logging config" in text, text[-3000:]  # its journal's tail
-    after = main_pids()
-    assert all(after[h] == before[h] for h in ENGINES if h != "k3-ha-prefill2"), (before, after)
-    assert "http://10.77.1.16:8100" not in router_workers(ha)
-    # The inventory fixed, the next upgrade brings it back.
-    healed, totals = under_traffic(ha, "healed", "playbooks/upgrade.yml", *ha["args"], *ha["extra"])
-    assert_no_failed_request(totals)
-    assert router_workers(ha)["http://10.77.1.16:8100"]["is_healthy"]
+    # The inventory without the upgrade's variables is the release before: every engine runs it.
+    assert releases(ha) == (old, {h: (old, "plan", "plan") for h in ENGINES})
+    again = playbook("playbooks/rollback.yml", *ha["args"])
+    assert "k3-ha-prefill/prefill: already on release %s" % old in again.stdout and main_pids() == after
+    ha["extra"] = []
 
 
 def router_workers(ha):

@@ -60,7 +60,7 @@ def declaration(operation, name):
 def test_every_operation_is_a_job_template_of_a_playbook_that_exists(assets):
     templates = {t["name"]: t for t in assets["job_templates"]}
     wanted = {"plan", "site", "verify", "restart", "upgrade", "scale", "remove node", "teardown", "status"}
-    wanted |= {"collect logs", "benchmark", "evaluate", "fabric"}
+    wanted |= {"collect logs", "benchmark", "evaluate", "fabric", "rollback"}
     assert {n.removeprefix("Kimi-K3 ") for n in templates} == wanted
     for template in templates.values():
         assert (ROOT / template["playbook"]).is_file(), template["playbook"]
@@ -125,7 +125,8 @@ def test_surveys_refuse_what_cannot_be_asked():
 
 
 def test_the_workflow_runs_templates_that_exist_along_edges_between_its_nodes(assets):
-    (workflow,) = assets["workflow_job_templates"]
+    workflow, upgrade = assets["workflow_job_templates"]
+    assert [workflow["name"], upgrade["name"]] == ["Kimi-K3 deploy", "Kimi-K3 upgrade"]
     nodes = workflow["related"]["workflow_nodes"]
     templates = {t["name"]: t for t in assets["job_templates"]}
     ids = [n["identifier"] for n in nodes]
@@ -146,6 +147,25 @@ def test_the_workflow_runs_templates_that_exist_along_edges_between_its_nodes(as
     for failing in ("prerequisites", "deploy", "verify", "benchmark"):
         assert [t["identifier"] for t in by_id[failing]["related"]["failure_nodes"]] == ["support"]
     assert by_id["preflight"]["job_tags"] == "preflight" and by_id["deploy"]["job_tags"] is None
+
+
+def test_the_upgrade_workflow_waits_for_an_approval_after_its_canary(assets):
+    upgrade = assets["workflow_job_templates"][1]
+    nodes = {n["identifier"]: n for n in upgrade["related"]["workflow_nodes"]}
+    assert list(nodes) == ["canary", "approve", "rest", "support"]
+    canary, approve, rest = nodes["canary"], nodes["approve"], nodes["rest"]
+    assert canary["unified_job_template"]["name"] == rest["unified_job_template"]["name"] == "Kimi-K3 upgrade"
+    # pause_after is a survey question of the template: AWX takes the node's answer.
+    template = next(t for t in assets["job_templates"] if t["name"] == "Kimi-K3 upgrade")
+    questions = {q["variable"]: q for q in template["related"]["survey_spec"]["spec"]}
+    assert canary["extra_data"] == {"pause_after": 1} and questions["pause_after"]["type"] == "integer"
+    assert rest["extra_data"] == {}
+    # The approval node runs no template: awxkit creates its approval template in its place.
+    assert approve["unified_job_template"] is None
+    assert approve["related"]["create_approval_template"]["timeout"] == 86400
+    assert [t["identifier"] for t in canary["related"]["success_nodes"]] == ["approve"]
+    assert [t["identifier"] for t in approve["related"]["success_nodes"]] == ["rest"]
+    assert [t["identifier"] for t in approve["related"]["failure_nodes"]] == ["support"]
 
 
 def test_no_secret_is_in_the_objects_and_the_key_reaches_jobs_through_a_credential(assets):

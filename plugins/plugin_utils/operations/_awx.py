@@ -8,7 +8,8 @@ roles' argument specs and the variable contract, and returns the objects in the 
 repository; AWX installs ``collections/requirements.yml`` when it syncs), an inventory sourced
 from a file of the project, the execution environment, machine, vault and API-key credentials
 (the key reaches the playbooks through a credential type's injector, never as a clear extra
-variable), one job template per operation with its survey, and the deploy workflow.
+variable), one job template per operation with its survey, and the workflows (deploy; upgrade with an
+approval after its canary).
 
 Every survey question is made from a declaration: a role option (type, choices, default), a
 ``k3_*`` variable of the contract, or an operation's own option; free text only where the
@@ -159,6 +160,50 @@ def survey_question(name, spec):
     return question
 
 
+def _workflow(wf, org, inventory, templates):
+    """A workflow job template and its nodes: each runs an operation's template (with tags and extra
+    variables its survey asks for) or is an approval node (``approval``: name, description, timeout)."""
+    wf_key = _key("workflow_job_template", organization=org, name="%s" % wf["name"])
+    node_keys = {
+        n["id"]: _key("workflow_job_template_node", workflow_job_template=wf_key, identifier=n["id"])
+        for n in wf["nodes"]
+    }
+    nodes = []
+    for node in wf["nodes"]:
+        if "approval" not in node and node.get("operation") not in templates:
+            raise AwxError("workflow node %s runs %s, which is not an operation" % (node["id"], node.get("operation")))
+        for edge in ("on_success", "on_failure"):
+            for target in node.get(edge) or []:
+                if target not in node_keys:
+                    raise AwxError("workflow node %s: %s names %s, which is not a node" % (node["id"], edge, target))
+        related = {
+            "success_nodes": [node_keys[t] for t in node.get("on_success") or []],
+            "failure_nodes": [node_keys[t] for t in node.get("on_failure") or []],
+            "always_nodes": [],
+        }
+        entry = {
+            "identifier": node["id"],
+            "unified_job_template": None if "approval" in node else templates[node["operation"]],
+            "job_tags": ",".join(node.get("tags") or []) or None,
+            "extra_data": dict(node.get("extra_vars") or {}),
+            "all_parents_must_converge": False,
+            "natural_key": node_keys[node["id"]],
+            "related": related,
+        }
+        if "approval" in node:
+            # awxkit creates the approval template in the node's place.
+            related["create_approval_template"] = dict(node["approval"])
+        nodes.append(entry)
+    return {
+        "name": wf["name"],
+        "description": wf.get("description", ""),
+        "organization": org,
+        "inventory": inventory,
+        "natural_key": wf_key,
+        "related": {"workflow_nodes": nodes},
+    }
+
+
 def _lines(description):
     if isinstance(description, list):
         return [str(d) for d in description]
@@ -263,48 +308,7 @@ def awx_assets(root, settings=None, contract=None):
             }
         )
 
-    wf = data.get("workflow") or {}
-    workflows = []
-    if wf:
-        wf_key = _key("workflow_job_template", organization=org, name="%s" % wf["name"])
-        node_keys = {
-            n["id"]: _key("workflow_job_template_node", workflow_job_template=wf_key, identifier=n["id"])
-            for n in wf["nodes"]
-        }
-        nodes = []
-        for node in wf["nodes"]:
-            if node["operation"] not in templates:
-                raise AwxError("workflow node %s runs %s, which is not an operation" % (node["id"], node["operation"]))
-            for edge in ("on_success", "on_failure"):
-                for target in node.get(edge) or []:
-                    if target not in node_keys:
-                        raise AwxError(
-                            "workflow node %s: %s names %s, which is not a node" % (node["id"], edge, target)
-                        )
-            nodes.append(
-                {
-                    "identifier": node["id"],
-                    "unified_job_template": templates[node["operation"]],
-                    "job_tags": ",".join(node.get("tags") or []) or None,
-                    "all_parents_must_converge": False,
-                    "natural_key": node_keys[node["id"]],
-                    "related": {
-                        "success_nodes": [node_keys[t] for t in node.get("on_success") or []],
-                        "failure_nodes": [node_keys[t] for t in node.get("on_failure") or []],
-                        "always_nodes": [],
-                    },
-                }
-            )
-        workflows.append(
-            {
-                "name": wf["name"],
-                "description": wf.get("description", ""),
-                "organization": org,
-                "inventory": inventory,
-                "natural_key": wf_key,
-                "related": {"workflow_nodes": nodes},
-            }
-        )
+    workflows = [_workflow(wf, org, inventory, templates) for wf in data.get("workflows") or []]
 
     return {
         "organizations": [{"name": conf["organization"], "description": "Kimi-K3 serving on vLLM", "natural_key": org}],
