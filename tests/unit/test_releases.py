@@ -235,7 +235,7 @@ def test_a_rollback_says_per_engine_where_it_goes():
         "h1/prefill: back to release aaa (2 file(s))",
         "h1/guard: already on release aaa",
         "h1/x: keeps release bbb (it has no such release; kept: bbb)",
-        "h1/y: keeps release bbb (no earlier release is kept)",
+        "h1/y: stays on release bbb (no release before it is kept)",
     ]
     assert controller.moves([]) == ["no engine keeps a release on these hosts"]
 

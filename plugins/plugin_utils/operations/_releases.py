@@ -109,7 +109,7 @@ def moves(results):
                     % (name, entry.get("release"), ", ".join(entry.get("kept") or []) or "none")
                 )
             elif entry.get("target") is None:
-                lines.append("%s: keeps release %s (no earlier release is kept)" % (name, entry.get("release")))
+                lines.append("%s: stays on release %s (no release before it is kept)" % (name, entry.get("release")))
             else:
                 lines.append("%s: already on release %s" % (name, entry.get("release")))
     return lines or ["no engine keeps a release on these hosts"]
