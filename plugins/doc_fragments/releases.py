@@ -14,7 +14,7 @@ options:
     description:
       - The release (the plan) these files come from, C(id) and C(by) (who applied it). When given, every
         service whose files change has them copied, as they now are, under O(releases_dir) (folders 0700,
-        copies 0600, keys never kept: a line with a key keeps only its name), so that
+        copies 0600, keys never kept - a line with a key keeps only its name), so that
         M(kimi_k3.serving.service_releases) can bring them back; the files a service had before releases
         were kept are adopted once as release C(unrecorded).
     type: dict

@@ -90,6 +90,7 @@ attributes:
     description: Nothing is sent in check mode.
   diff_mode:
     support: none
+    description: No diff is shown.
   idempotent:
     support: full
     description: It only reads.

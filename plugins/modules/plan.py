@@ -42,7 +42,7 @@ options:
       - Folder on the controller where the plan is kept as a release, when a playbook applies it
         (C(site.yml), C(upgrade.yml)) - C(<release_dir>/<id>/) with C(plan.json), C(variables.json)
         (the inventory's planning variables, keys shown as their count) and C(release.json) (when first
-        applied, and by whom: the AWX user, else the controller's user). A release kept already is left
+        applied, and by whom - the AWX user, else the controller's user). A release kept already is left
         as it is; nothing is written in check mode.
     type: path
   groups:

@@ -39,7 +39,7 @@ options:
   release:
     description:
       - The release to restore (its id). A service that does not keep it is left as it is and named in
-        RV(services[].missing). Without it, each service gets the release before its newest.
+        C(missing) in RV(services). Without it, each service gets the release before its newest.
     type: str
   releases_dir:
     description: Where the releases are kept on the host.
@@ -52,6 +52,7 @@ attributes:
     description: In check mode nothing is written; the result says which files would be.
   diff_mode:
     support: none
+    description: No diff is shown.
   idempotent:
     support: full
     description: A second rollback to the same release changes nothing.

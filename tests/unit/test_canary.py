@@ -137,8 +137,8 @@ def test_the_soak_fails_on_an_alert_for_a_canary_host_and_waits_out_the_rest():
     ]
     asked = []
 
-    def opener(request):
-        asked.append((request.full_url, request.get_header("Authorization")))
+    def opener(url, headers):
+        asked.append((url, headers.get("Authorization")))
         return io.BytesIO(json.dumps(pages[min(len(asked), len(pages)) - 1]).encode())
 
     clock = iter(range(100))

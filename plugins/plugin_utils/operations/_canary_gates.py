@@ -16,10 +16,10 @@ from __future__ import annotations
 import base64
 import json
 import math
-import ssl
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._common import METRICS, fmt
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._gates import (
@@ -32,10 +32,6 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._gates i
 PROMPT = "Kimi-K3 canary check: count from one to one hundred, in words, one number a line."
 # The metrics printed side by side, the canary's and the baseline's.
 SHOWN = ("completed", "failed", "ttft_ms.p50", "ttft_ms.p99", "itl_ms.p50", "e2el_ms.p50", "output_throughput")
-
-
-def _context(ca_path):
-    return ssl.create_default_context(cafile=ca_path or None)
 
 
 def _percentiles(values):
@@ -64,13 +60,17 @@ def one_request(url, model, key, ca_path, max_tokens, timeout):
     headers = {"Content-Type": "application/json"}
     if key:
         headers["Authorization"] = "Bearer " + key
-    request = urllib.request.Request(
-        url.rstrip("/") + "/v1/completions", json.dumps(body).encode(), headers=headers, method="POST"
-    )
     started = time.monotonic()
     stamps, tokens = [], None
     try:
-        with urllib.request.urlopen(request, timeout=timeout, context=_context(ca_path)) as answer:
+        with open_url(
+            url.rstrip("/") + "/v1/completions",
+            data=json.dumps(body),
+            headers=headers,
+            method="POST",
+            timeout=timeout,
+            ca_path=ca_path or None,
+        ) as answer:
             for raw in answer:
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data:") or line == "data: [DONE]":
@@ -193,12 +193,12 @@ def firing(prometheus, hosts, opener=None):
 
     ``prometheus``: ``{url, user, password, ca_path}``; raises OSError/ValueError when it does not answer."""
     url = prometheus["url"].rstrip("/") + "/api/v1/alerts"
-    request = urllib.request.Request(url)
+    headers = {}
     if prometheus.get("password"):
         token = base64.b64encode(("%s:%s" % (prometheus.get("user") or "", prometheus["password"])).encode()).decode()
-        request.add_header("Authorization", "Basic " + token)
-    open_url = opener or (lambda r: urllib.request.urlopen(r, timeout=10, context=_context(prometheus.get("ca_path"))))
-    with open_url(request) as answer:
+        headers["Authorization"] = "Basic " + token
+    fetch = opener or (lambda u, h: open_url(u, headers=h, timeout=10, ca_path=prometheus.get("ca_path") or None))
+    with fetch(url, headers) as answer:
         data = json.loads(answer.read().decode("utf-8"))
     out = []
     for alert in (data.get("data") or {}).get("alerts") or []:
