@@ -34,6 +34,9 @@ options:
     description: "Where the units are."
     type: str
     default: /etc/systemd/system
+  releases_dir:
+    description: "Where the host keeps the releases of the services' files (service_unit_releases_dir); none - left out."
+    type: str
 """
 
 EXAMPLES = r"""

@@ -349,6 +349,18 @@ def test_remove_node_then_scale_take_a_decode_out_and_back_and_fail_no_request(h
         "path=/etc/systemd/system/k3-decode.service",
     )
     assert re.search(r'"?exists"?: false', gone.stdout), gone.stdout
+    # Its releases go with it.
+    kept = run(
+        VENV_BIN / "ansible",
+        "k3-ha-decode2",
+        "-i",
+        INVENTORY,
+        "-m",
+        "ansible.builtin.stat",
+        "-a",
+        "path=/var/lib/kimi-k3/releases/decode",
+    )
+    assert re.search(r'"?exists"?: false', kept.stdout), kept.stdout
     kept = {h: p for h, p in main_pids().items() if h != "k3-ha-decode2"}
     assert kept == {h: p for h, p in before.items() if h != "k3-ha-decode2"}
     assert unit_pid("k3-ha-front", "k3-router") == router_pid

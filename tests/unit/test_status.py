@@ -220,6 +220,8 @@ def test_teardown_paths_and_status_targets_from_a_real_plan():
         for item in svc.get("files") or []:
             assert item["path"] in paths
     assert paths == sorted(set(paths))
+    kept = units.service_paths(services, "/etc/kimi-k3", "/var/lib/kimi-k3", releases_dir="/var/lib/kimi-k3/releases")
+    assert set(kept) - set(paths) == {"/var/lib/kimi-k3/releases/%s" % svc["name"] for svc in services}
     targets = units.status_targets(services)
     assert all("env" not in t and t["argv"] == s["argv"] for t, s in zip(targets, services, strict=True))
 

@@ -140,15 +140,18 @@ def health_targets(services):
     return [{"name": s["name"], "unit": s["unit"], "url": (s.get("health") or {}).get("url")} for s in services or []]
 
 
-def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system"):
+def service_paths(services, config_dir, state_dir, unit_dir="/etc/systemd/system", releases_dir=None):
     """Every path the service_unit role writes for ``services``: what a teardown removes.
 
     Per service: its unit, its environment file, the configuration and secret files the plan gives
     it, its working folder (``state_dir/<name>``), the folders its program writes (``writes``,
-    e.g. logs) and its compile caches (``caches``). Sorted, without repeats.
+    e.g. logs), its compile caches (``caches``) and, with ``releases_dir``, the releases kept of
+    its files (``releases_dir/<name>``). Sorted, without repeats.
     """
     paths = set()
     for svc in services or []:
+        if releases_dir:
+            paths.add("%s/%s" % (releases_dir.rstrip("/"), svc["name"]))
         paths.add(unit_path(svc, unit_dir))
         paths.add(env_path(svc, config_dir))
         paths.add("%s/%s" % (state_dir.rstrip("/"), svc["name"]))
