@@ -268,7 +268,7 @@ test-ha-suite:
 	$(SUITE) ha $(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox alone (715 s on an idle machine, 2026-12-03).
-test-ha: venv venv-vllm
+test-ha: venv venv-vllm venv-eval
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
 

@@ -199,17 +199,46 @@ CANARY = ("k3-ha-prefill", "k3-ha-decode")
 NEW = ["-e", '{"k3_vllm_args": [{"--shutdown-timeout": 30}]}']
 
 
-def test_an_upgrade_paused_after_its_canary_resumes_and_fails_no_request(ha):
+def accuracy_smoke(tmp_path):
+    """The -e file of the canary's accuracy smoke: two ToolCall items against each canary engine."""
+    datasets = tmp_path / "datasets"
+    run(ROOT / ".venv" / "eval" / "bin" / "python", "tools/eval_datasets.py", str(datasets))
+    settings = {
+        "gate_accuracy": True,
+        "gate_accuracy_limit": 2,
+        "gate_accuracy_gates": {"toolcall": 0},
+        "evaluate_benchmarks": ["toolcall"],
+        "evaluate_datasets": {"toolcall": str(datasets / "toolcall" / "toolcall_samples.jsonl")},
+        "evaluate_max_tokens": {"toolcall": 64},
+        "evaluate_check_reasoning": False,
+        "evaluate_runs_dir": str(tmp_path / "evaluations"),
+    }
+    path = tmp_path / "accuracy.json"
+    path.write_text(json.dumps(settings))
+    return path
+
+
+def test_an_upgrade_paused_after_its_canary_resumes_and_fails_no_request(ha, tmp_path):
     """The canary (one group of each role) rolls first and passes its gates (the short benchmark against
-    the two groups still on the release before); pause_after=1 stops there, the next run resumes."""
+    the two groups still on the release before, and the accuracy smoke: a few evaluation items straight
+    to each canary engine); pause_after=1 stops there, the next run resumes."""
     old, _rows = releases(ha)
+    smoke = accuracy_smoke(tmp_path)
     dry = playbook("playbooks/upgrade.yml", *ha["args"], *NEW, "--check")
     assert "The canary: k3-ha-prefill/prefill + k3-ha-decode/decode" in squashed(dry.stdout), dry.stdout[-3000:]
     assert "would restart (--check)" in dry.stdout
     before = main_pids()
     assert before == main_pids()  # --check restarted nothing
-    out, totals = under_traffic(ha, "upgrade-canary", "playbooks/upgrade.yml", *ha["args"], *NEW, "-e", "pause_after=1")
+    out, totals = under_traffic(
+        ha, "upgrade-canary", "playbooks/upgrade.yml", *ha["args"], *NEW, "-e", "pause_after=1", "-e", "@%s" % smoke
+    )
     assert_no_failed_request(totals)
+    # The evaluation ran against each canary engine itself, not through the router.
+    scores = [json.loads(p.read_text()) for p in sorted((tmp_path / "evaluations").glob("canary-*/scores.json"))]
+    assert sorted(s["endpoint"] for s in scores) == ["http://10.77.1.14:8100", "http://10.77.1.15:8200"], scores
+    for score in scores:
+        (toolcall,) = score["scores"]
+        assert (toolcall["status"], toolcall["samples"], toolcall["completed"]) == ("success", 2, 2), toolcall
     text = squashed(out.stdout)
     assert "the canary k3-ha-prefill/prefill + k3-ha-decode/decode passed its gates" in text, text[-3000:]
     # The canary's figures beside the release before's (k3-ha-prefill2 and k3-ha-decode2).
