@@ -180,17 +180,9 @@ class Releases:
         return True
 
     def written(self, service):
-        """When the files of the service's current release last changed on the host (seconds); None
-        when none is recorded or none of them is there."""
-        current = self.current(service)
-        manifest = _load(os.path.join(self._service(service), current["release"], MANIFEST)) if current else None
-        times = []
-        for entry in (manifest or {}).get("files") or []:
-            try:
-                times.append(os.stat(entry["path"]).st_mtime)
-            except OSError:
-                pass
-        return max(times) if times else None
+        """When the collection last wrote the files of the service's current release (seconds: kept,
+        or restored); None when none is recorded. A hand edit since does not count: that is drift."""
+        return (self.current(service) or {}).get("seconds")
 
     def forget(self, service, release):
         """Drop one kept release of ``service``."""
@@ -254,7 +246,8 @@ class Releases:
                     os.utime(entry["path"], (entry["mtime"], entry["mtime"]))
             # seconds: when the files were written (a unit started before runs an earlier release).
             mark = {k: manifest[k] for k in ("release", "at", "by") if k in manifest}
-            mark["seconds"] = time.time()
+            # A process that still runs the release restored owes nothing: its files' time is that release's.
+            mark["seconds"] = manifest.get("seconds", 0) if still_runs else time.time()
             _dump(os.path.join(self._service(service), CURRENT), mark)
         return [entry["path"] for entry, _text in writes]
 
@@ -320,15 +313,17 @@ class Keeper:
 
 
 def owed_restarts(params, systemd, changed_services):
-    """The services of the module's ``pending`` that still run files older than their newest change
-    (sorted); ``systemd``: module_utils.unit_starts.Systemd."""
+    """The services of the module's ``pending`` whose process started before the collection last wrote
+    their files (their release's time, else the files' newest change), sorted; ``systemd``:
+    module_utils.unit_starts.Systemd."""
     asked = params["pending"]
     if not asked:
         return []
     started = systemd.started([p["unit"] for p in asked])
+    store = Releases(params["releases_dir"])
     out = set()
     for item in asked:
-        newest = newest_change(params["files"], item["name"])
+        newest = store.written(item["name"]) or newest_change(params["files"], item["name"])
         since = started.get(item["unit"])
         if item["name"] in changed_services or (since is not None and newest is not None and since < newest):
             out.add(item["name"])

@@ -49,14 +49,17 @@ def test_status_of_the_healthy_deployment_is_a_table_of_every_service(deployed):
         assert row[3] == "active/running" and row[6] == "plan" and row[7] == "plan", row
         no_url = row[:2] == ["k3-sb-dp1", "engine"] or row[1] == "engine-guard"
         assert row[4] == ("n/a" if no_url else "200"), row  # the follower and the guards have no URL
+    # RELEASE: the release each service's files are (the plan that wrote them), none owing a restart.
+    assert all(re.fullmatch(r"[0-9a-f]{12}", row[8]) for row in rows), rows
+    assert re.search(r"The inventory's plan is release [0-9a-f]{12}", text), text[-3000:]
     # Versions read from the virtualenvs, without importing: vLLM, vllm-router, memcache_hybrid (the
     # exporters' programs have none to read); the accelerator exporter's devices, all healthy.
     for row in rows:
         if row[1].endswith(("-exporter", "-guard")):
-            assert row[8] == "-", row
-            assert " ".join(row[9:]) == ("8 healthy" if row[1] == "accelerator-exporter" else "-"), row
+            assert row[9] == "-", row
+            assert " ".join(row[10:]) == ("8 healthy" if row[1] == "accelerator-exporter" else "-"), row
         else:
-            assert re.fullmatch(r"\d+\.\d+\S*", row[8]) and row[9] == "-", row
+            assert re.fullmatch(r"\d+\.\d+\S*", row[9]) and row[10] == "-", row
     assert recap(out.stdout)["k3-sb-decode"]["changed"] == 0
 
 

@@ -143,22 +143,33 @@ def test_rollback_restores_the_release_before_the_newest_with_todays_keys(tmp_pa
     assert named["services"][0]["missing"] and not named["changed"]
 
 
+def written(tmp_path, seconds=None):
+    """When the files of the current release were written (as kept); with ``seconds``, set it first."""
+    path = tmp_path / "releases" / "engine" / "current.json"
+    if seconds is not None:
+        path.write_text(json.dumps(dict(json.loads(path.read_text()), seconds=seconds)))
+    return json.loads(path.read_text())["seconds"]
+
+
 def test_a_unit_started_before_its_files_changed_still_owes_a_restart(tmp_path, capsys, systemd):
     apply(capsys, tmp_path, "aaa", 8000)
-    newest = os.stat(tmp_path / "conf" / "engine.yaml").st_mtime
-    systemd["started"]["k3-engine"] = newest + 5
+    w0 = written(tmp_path)
+    systemd["started"]["k3-engine"] = w0 + 5
     assert apply(capsys, tmp_path, "aaa", 8000, pending=True)["pending_services"] == []
     # Staged (written, not restarted): owed now, and still owed in the next run, which writes nothing.
     staged = apply(capsys, tmp_path, "bbb", 8001, pending=True)
     assert staged["pending_services"] == ["engine"]
-    for name in ("engine.yaml", "k3-engine.service"):
-        os.utime(tmp_path / "conf" / name, (newest + 10, newest + 10))
+    written(tmp_path, w0 + 10)  # bbb's files were written after the process started
     again = apply(capsys, tmp_path, "bbb", 8001, pending=True)
     assert not again["changed"] and again["pending_services"] == ["engine"]
     _, report = releases_module(capsys, tmp_path)
     assert report["services"][0]["pending"]
-    systemd["started"]["k3-engine"] = newest + 20
+    systemd["started"]["k3-engine"] = w0 + 20
     assert apply(capsys, tmp_path, "bbb", 8001, pending=True)["pending_services"] == []
+    # A hand edit after the start is drift (status says so), not a restart owed to a release.
+    os.utime(tmp_path / "conf" / "engine.yaml", (w0 + 30, w0 + 30))
+    _, report = releases_module(capsys, tmp_path)
+    assert not report["services"][0]["pending"]
 
 
 def test_files_found_before_releases_were_kept_are_adopted_once(tmp_path, capsys, systemd):
@@ -242,11 +253,11 @@ def test_a_rollback_says_per_engine_where_it_goes():
 
 def test_undoing_files_staged_for_a_process_that_never_restarted_owes_no_restart(tmp_path, capsys, systemd):
     apply(capsys, tmp_path, "aaa", 8000)
-    systemd["started"]["k3-engine"] = os.stat(tmp_path / "conf" / "engine.yaml").st_mtime + 1
-    # Staged a second later: the process predates the files of bbb.
+    w0 = written(tmp_path)
+    systemd["started"]["k3-engine"] = w0 + 1
+    # Staged later: the process predates the files of bbb.
     apply(capsys, tmp_path, "bbb", 8001)
-    for name in ("engine.yaml", "engine.env", "k3-engine.service"):
-        os.utime(tmp_path / "conf" / name, (systemd["started"]["k3-engine"] + 5,) * 2)
+    written(tmp_path, w0 + 5)
     _, undone = releases_module(capsys, tmp_path, "rollback")
     entry = undone["services"][0]
     assert entry["pending"] and entry["files"] and not entry["restart"]
