@@ -267,7 +267,8 @@ test-ha-suite:
 	@echo "$@: started at $$(date -u +%T)"
 	$(SUITE) ha $(BIN)/pytest tests/ha $(PYTEST_ARGS)
 
-# The day-two operations under load on the HA sandbox alone (715 s on an idle machine, 2026-12-03).
+# The day-two operations under load on the HA sandbox alone (715 s with its 4 tests then on an idle
+# machine, 2026-12-03; it has 6 now, docs/performance.md).
 test-ha: venv venv-vllm venv-eval
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
 	$(BIN)/pytest tests/ha $(PYTEST_ARGS)
