@@ -161,7 +161,8 @@ sanity: venv
 # whole, when it ends, with the time it started):
 #   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
 #      time), the tiny model and the test hosts' packages; lint and sanity;
-#   2. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
+#   2. galaxy-importer alone (test-galaxy, below);
+#   3. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
 #      bridge k3sbN, 10.77.N.0/24), so that no suite waits for another's hosts:
 #      - test-hosts (network 0): the plan's Molecule scenario, the test hosts themselves, then one
 #        deployment (with API keys) shared by the fault and --limit tests, host preflight (a wrong
@@ -172,9 +173,10 @@ sanity: venv
 #      - test-lane-tables: test-tables, the table-driven suites (no test host): planner, golden,
 #        contract, playbook and artifact tests; then test-prereqs (network 2): the prerequisites
 #        (Molecule's nvidia scenario, the refusal and --check tests) on test hosts with packaged
-#        test doubles;
-#   3. test-ha-suite (network 1) alone: the day-two operations (restart, upgrade, a failed group,
-#      remove and scale) on the HA sandbox under load, with no failed request.
+#        test doubles; then test-ha-suite (network 1): the day-two operations (restart, upgrades
+#        with their canary, rollback, remove and scale) on the HA sandbox under load, with no
+#        failed request. This lane is the shorter one: the HA sandbox's deployment overlaps the
+#        first lane's last tests (the HA suite passes beside them: docs/performance.md).
 #   Not more lanes: on two cores every suite beside them slows the others down as much as it gains
 #   (measured: four lanes took longer, and the HA suite's waits ran out; docs/performance.md).
 # Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
@@ -188,14 +190,14 @@ test:
 	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
 	$(MAKE) --no-print-directory test-galaxy
 	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-hosts test-lane-tables
-	$(MAKE) --no-print-directory test-ha-suite
 	@echo "make test: ended at $$(date -u +%T); processor time by suite:"
 	@cat .cache/suite-cpu.log
 
-# The second lane runs its second suite even when the first failed, so that one run shows every failure.
+# The second lane runs each suite even when one before it failed, so that one run shows every failure.
 test-lane-tables:
 	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
-	  $(MAKE) --no-print-directory test-prereqs || status=$$?; exit $$status
+	  $(MAKE) --no-print-directory test-prereqs || status=$$?; \
+	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
 
