@@ -104,27 +104,13 @@ def playbook(name, *args, check=True):
     return ansible_playbook(name, *args, inventory=INVENTORY, check=check)
 
 
-def unit_pid(host, unit):
-    """A unit's MainPID (0: not running), read over SSH."""
+def main_pids_of(units):
+    """The MainPID (0: not running) of each host's unit in ``units`` ({host: unit}), read over SSH in
+    one ad-hoc run over those hosts."""
+    unit = "{{ %s[inventory_hostname] }}" % json.dumps(units)
     proc = run(
         VENV_BIN / "ansible",
-        host,
-        "-i",
-        INVENTORY,
-        "-m",
-        "ansible.builtin.command",
-        "-a",
-        "systemctl show -p MainPID --value %s" % unit,
-    )
-    return int(proc.stdout.strip().splitlines()[-1])
-
-
-def main_pids():
-    """Each engine's MainPID (0: not running), read over SSH in one run over the four hosts."""
-    unit = "{{ %s[inventory_hostname] }}" % json.dumps(ENGINES)
-    proc = run(
-        VENV_BIN / "ansible",
-        ":".join(ENGINES),
+        ":".join(units),
         "-i",
         INVENTORY,
         "-m",
@@ -133,8 +119,18 @@ def main_pids():
         "systemctl show -p MainPID --value %s" % unit,
     )
     pids = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+) \| \w+ \| rc=0 >>\n(\d+)$", proc.stdout, re.M)}
-    assert sorted(pids) == sorted(ENGINES), proc.stdout
+    assert sorted(pids) == sorted(units), proc.stdout
     return pids
+
+
+def unit_pid(host, unit):
+    """A unit's MainPID (0: not running)."""
+    return main_pids_of({host: unit})[host]
+
+
+def main_pids():
+    """Each engine's MainPID."""
+    return main_pids_of(ENGINES)
 
 
 def under_traffic(ha, name, *args, expect_failure=False):
