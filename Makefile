@@ -157,12 +157,12 @@ sanity: venv
 	shellcheck tools/*.sh .ci/run
 	tools/ansible_test.sh
 
-# Everything, in three steps, each as wide as the machine allows (make -O prints a step's output
+# Everything, in two steps, each as wide as the machine allows (make -O prints a step's output
 # whole, when it ends, with the time it started):
 #   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
-#      time), the tiny model and the test hosts' packages; lint and sanity;
-#   2. galaxy-importer alone (test-galaxy, below);
-#   3. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
+#      time), the tiny model and the test hosts' packages; lint and sanity; then galaxy-importer
+#      alone (test-galaxy, below);
+#   2. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
 #      bridge k3sbN, 10.77.N.0/24), so that no suite waits for another's hosts:
 #      - test-hosts (network 0): the plan's Molecule scenario, the test hosts themselves, then one
 #        deployment (with API keys) shared by the fault and --limit tests, host preflight (a wrong
