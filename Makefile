@@ -29,7 +29,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-tables test-tables test-galaxy test-hosts test-hosts-suites test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-tables test-lane-ha test-tables test-galaxy test-hosts test-hosts-suites test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -173,11 +173,12 @@ sanity: venv
 #      - test-lane-tables: test-tables, the table-driven suites (no test host): planner, golden,
 #        contract, playbook and artifact tests; then test-prereqs (network 2): the prerequisites
 #        (Molecule's nvidia scenario, the refusal and --check tests) on test hosts with packaged
-#        test doubles; then test-ha-suite (network 1): the day-two operations (restart, upgrades
-#        with their canary, rollback, remove and scale) on the HA sandbox under load, with no
-#        failed request. This lane is the shorter one: the HA sandbox deploys while the first
-#        lane's last tests run, then its operations wait for that lane's end (K3_HA_AFTER: the
-#        file test-hosts writes when it ends), so that the load they are measured under is theirs.
+#        test doubles;
+#      then, after whichever of the two ends first, test-ha-suite (network 1): the day-two
+#      operations (restart, upgrades with their canary, rollback, remove and scale) on the HA
+#      sandbox under load, with no failed request. The HA sandbox deploys while the other lane's
+#      last tests run; its operations wait for that lane's end (K3_HA_AFTER: the files each lane
+#      writes when it ends), so that the load they are measured under is theirs.
 #   Not more lanes: on two cores every suite beside them slows the others down as much as it gains
 #   (measured: four lanes took longer, and the HA suite's waits ran out; docs/performance.md).
 # Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
@@ -190,17 +191,24 @@ test:
 	$(SUITE) set-up $(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
 	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
 	$(MAKE) --no-print-directory test-galaxy
-	rm -f .cache/test-hosts.done
-	K3_HA_AFTER=$(CURDIR)/.cache/test-hosts.done \
-	  $(MAKE) --no-print-directory -j2 --output-sync=recurse test-hosts test-lane-tables
+	rm -f .cache/test-hosts.done .cache/test-lane-tables.done
+	K3_HA_AFTER=$(CURDIR)/.cache/test-hosts.done:$(CURDIR)/.cache/test-lane-tables.done \
+	  $(MAKE) --no-print-directory -j3 --output-sync=recurse test-hosts test-lane-tables test-lane-ha
 	@echo "make test: ended at $$(date -u +%T); processor time by suite:"
 	@cat .cache/suite-cpu.log
 
-# The second lane runs each suite even when one before it failed, so that one run shows every failure.
+# The second lane runs each suite even when one before it failed, so that one run shows every failure;
+# when it ends, .cache/test-lane-tables.done says so.
 test-lane-tables:
 	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
 	  $(MAKE) --no-print-directory test-prereqs || status=$$?; \
-	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
+	  mkdir -p .cache && date -u +%T >.cache/test-lane-tables.done; exit $$status
+
+# The HA suite follows whichever lane ends first (it sleeps until then), and its operations wait for
+# the other (K3_HA_AFTER, tests/ha).
+test-lane-ha:
+	while [ ! -e .cache/test-hosts.done ] && [ ! -e .cache/test-lane-tables.done ]; do sleep 5; done
+	$(MAKE) --no-print-directory test-ha-suite
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
 
