@@ -184,6 +184,8 @@ sanity: venv
 # Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
 # time (its test hosts' included) is printed when it ends and kept in .cache/suite-cpu.log.
 SUITE := python3 tools/suite_cpu.py
+# A lane's end, passed or failed: .cache/<lane>.done (K3_HA_AFTER names them).
+LANE_DONE = mkdir -p .cache && date -u +%T >.cache/$@.done
 
 test:
 	@echo "make test: started at $$(date -u +%T)"
@@ -202,7 +204,7 @@ test:
 test-lane-tables:
 	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
 	  $(MAKE) --no-print-directory test-prereqs || status=$$?; \
-	  mkdir -p .cache && date -u +%T >.cache/test-lane-tables.done; exit $$status
+	  $(LANE_DONE); exit $$status
 
 # The HA suite follows whichever lane ends first (it sleeps until then), and its operations wait for
 # the other (K3_HA_AFTER, tests/ha).
@@ -265,7 +267,7 @@ test-galaxy:
 # When they end, passed or failed, .cache/test-hosts.done says so (the HA suite's operations wait for it).
 test-hosts:
 	status=0; $(MAKE) --no-print-directory test-hosts-suites || status=$$?; \
-	  mkdir -p .cache && date -u +%T >.cache/test-hosts.done; exit $$status
+	  $(LANE_DONE); exit $$status
 
 test-hosts-suites:
 	@echo "test-hosts: started at $$(date -u +%T)"
