@@ -9,7 +9,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.benchmark._common import BenchmarkError
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _canary_gates as gates
 
-_PROBE = {"requests": 8, "max_tokens": 32, "concurrency": 2, "timeout": 120}
+_PROBE = {"requests": 8, "max_tokens": 32, "concurrency": 2, "warmup": 4, "timeout": 120}
 _THRESHOLDS = ("max_failed", "max_ttft_p99_ms", "min_output_throughput", "max_regression_percent", "regression_metrics")
 
 
@@ -27,11 +27,10 @@ class ActionModule(ActionBase):
         if self._play_context.check_mode:
             result.update(changed=False, skipped=True, msg="check mode: the canary was not probed")
             return result
-        settings = {k: int(args.get(k) or v) for k, v in _PROBE.items()}
+        settings = {k: int(v if args.get(k) is None else args[k]) for k, v in _PROBE.items()}
         settings.update(model=args.get("model"), key=args.get("api_key") or "", ca_path=args.get("ca_path") or "")
         thresholds = {k: v for k, v in (args.get("thresholds") or {}).items() if k in _THRESHOLDS}
-        canary = gates.role_points(args.get("canary") or [], settings)
-        baseline = gates.role_points(args.get("baseline") or [], settings)
+        canary, baseline = gates.paired_points(args.get("canary") or [], args.get("baseline") or [], settings)
         try:
             failures = gates.judge(canary, baseline, thresholds, args.get("gates") or [])
         except BenchmarkError as exc:

@@ -14,6 +14,9 @@ description:
   - A short benchmark - O(requests) streamed completions of O(max_tokens) tokens each (C(ignore_eos)), O(concurrency)
     at a time, straight to each canary group's engine and to each baseline group's - measured as the benchmark
     playbook measures (TTFT, ITL, end-to-end latency, output throughput), one point per role.
+  - Each group first gets O(warmup) completions that are not measured (a restarted engine's first answers are
+    slow). The measured completions go in rounds of O(concurrency) per group, the canary's groups and the
+    baseline's taking turns, so that what else the hosts do during the probe weighs on both sides alike.
   - The benchmark's own gates judge the canary's points - O(thresholds) (failed requests, p99 TTFT, output
     throughput, a regression in percent against the baseline's point of the same role) and O(gates) in the
     benchmark's gate language. A role without a baseline group is judged on the absolute gates only.
@@ -56,6 +59,10 @@ options:
     description: Completions in flight at once, per group.
     type: int
     default: 2
+  warmup:
+    description: Completions sent to each group before the probe and not measured; 0 sends none.
+    type: int
+    default: 4
   timeout:
     description: Seconds a completion may take.
     type: int

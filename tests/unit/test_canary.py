@@ -75,24 +75,68 @@ def answer(ttft, itl, tokens):
     return {"ttft": ttft, "itls": [itl] * (tokens - 1), "e2el": ttft + itl * (tokens - 1), "tokens": tokens}
 
 
-SETTINGS = {"model": "m", "key": "k", "ca_path": "", "max_tokens": 4, "timeout": 5, "requests": 4, "concurrency": 2}
+SETTINGS = {
+    "model": "m",
+    "key": "k",
+    "ca_path": "",
+    "max_tokens": 4,
+    "timeout": 5,
+    "requests": 5,
+    "concurrency": 2,
+    "warmup": 3,
+}
 
 
-def test_the_probe_makes_a_benchmark_point_per_role():
+def test_the_probe_warms_each_group_up_then_takes_turns_and_makes_a_point_per_role_and_side():
     sent = []
 
     def send(url, model, key, ca_path, max_tokens, timeout):
         sent.append(url)
-        return answer(0.1, 0.02, 4) if "new" in url else {"error": "%s: refused" % url}
+        if "old" in url:
+            return {"error": "%s: refused" % url}
+        # The new engine's first answers are slow: the warm-up takes them, the probe never sees them.
+        return answer(5.0 if sent.count(url) <= 3 else 0.1, 0.02, 4)
 
-    points = gates.role_points(
-        [{"role": "decode", "url": "http://new:1"}, {"role": "decode", "url": "http://old:1"}], SETTINGS, send
+    canary, baseline = gates.paired_points(
+        [{"role": "decode", "url": "http://new:1"}], [{"role": "decode", "url": "http://old:1"}], SETTINGS, send
     )
-    assert sent.count("http://new:1") == 4 and sent.count("http://old:1") == 4
-    decode = points["decode"]
-    assert decode["completed"] == 4 and decode["failed"] == 4 and decode["errors"] == ["http://old:1: refused"] * 3
-    assert decode["ttft_ms"]["p50"] == pytest.approx(100) and decode["itl_ms"]["p99"] == pytest.approx(20)
+    # Warm-up (3 each), then rounds of 2, 2 and 1 per group: canary first, baseline first, canary first.
+    assert sent == ["http://new:1"] * 3 + ["http://old:1"] * 3 + [
+        "http://new:1",
+        "http://new:1",
+        "http://old:1",
+        "http://old:1",
+        "http://old:1",
+        "http://old:1",
+        "http://new:1",
+        "http://new:1",
+        "http://new:1",
+        "http://old:1",
+    ]
+    decode = canary["decode"]
+    assert decode["completed"] == 5 and decode["failed"] == 0
+    assert decode["ttft_ms"]["p99"] == pytest.approx(100) and decode["itl_ms"]["p99"] == pytest.approx(20)
     assert decode["tpot_ms"]["mean"] == pytest.approx(20)
+    old = baseline["decode"]
+    assert old["completed"] == 0 and old["failed"] == 5 and old["errors"] == ["http://old:1: refused"] * 3
+
+
+def test_no_warm_up_and_no_baseline():
+    sent = []
+
+    def send(url, *_args):
+        sent.append(url)
+        return answer(0.1, 0.02, 4)
+
+    canary, baseline = gates.paired_points(
+        [{"role": "prefill", "url": "http://p:1"}, {"role": "decode", "url": "http://d:1"}],
+        [],
+        dict(SETTINGS, warmup=0, requests=2),
+        send,
+    )
+    assert sent == ["http://p:1"] * 2 + ["http://d:1"] * 2
+    assert sorted(canary) == ["decode", "prefill"] and baseline == {}
+    assert canary["prefill"]["completed"] == 2
 
 
 THRESHOLDS = {"max_failed": 0, "max_regression_percent": 20, "regression_metrics": ["ttft_ms.p50", "itl_ms.p50"]}

@@ -92,37 +92,52 @@ def one_request(url, model, key, ca_path, max_tokens, timeout):
     }
 
 
-def probe(urls, settings, send=one_request):
-    """``(results, seconds)`` of ``settings['requests']`` completions to each of ``urls`` in turn,
-    ``settings['concurrency']`` at a time (settings: model, key, ca_path, max_tokens, timeout)."""
-    results, seconds = [], 0.0
-    for url in urls:
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, settings["concurrency"])) as pool:
-            results += list(
-                pool.map(
-                    lambda _n, u=url: send(
-                        u,
-                        settings["model"],
-                        settings["key"],
-                        settings["ca_path"],
-                        settings["max_tokens"],
-                        settings["timeout"],
-                    ),
-                    range(settings["requests"]),
-                )
+def _send_all(url, count, settings, send):
+    """``count`` completions to ``url``, ``settings['concurrency']`` at a time: ``(results, seconds)``."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, settings["concurrency"])) as pool:
+        results = list(
+            pool.map(
+                lambda _n: send(
+                    url,
+                    settings["model"],
+                    settings["key"],
+                    settings["ca_path"],
+                    settings["max_tokens"],
+                    settings["timeout"],
+                ),
+                range(count),
             )
-        seconds += time.monotonic() - started
-    return results, seconds
+        )
+    return results, time.monotonic() - started
 
 
-def role_points(groups, settings, send=one_request):
-    """Role to the normalised point of its groups (``[{role, url}]``), probed group by group."""
-    out = {}
-    for role in dict.fromkeys(g["role"] for g in groups):
-        results, seconds = probe([g["url"] for g in groups if g["role"] == role], settings, send)
-        out[role] = point(role, results, seconds)
-    return out
+def paired_points(canary, baseline, settings, send=one_request):
+    """``(canary points, baseline points)``, role to point, measured side by side.
+
+    First ``settings['warmup']`` completions to every group's engine, not measured: an engine's first
+    requests after its start pay for what it has not warmed up yet (a restarted canary's most of all).
+    Then the probe in rounds of ``concurrency`` completions per group, the canary's and the baseline's
+    groups taking turns (canary first, then baseline first, and so on), so that whatever else the
+    hosts do during the probe weighs on both sides alike; ``requests`` completions per group in all."""
+    groups = [("canary", g) for g in canary] + [("baseline", g) for g in baseline]
+    for _side, group in groups:
+        if settings.get("warmup"):
+            _send_all(group["url"], settings["warmup"], settings, send)
+    per_round = max(1, settings["concurrency"])
+    rounds = math.ceil(settings["requests"] / per_round)
+    taken = {}  # (side, role) -> [results, seconds]
+    for n in range(rounds):
+        count = min(per_round, settings["requests"] - n * per_round)
+        for side, group in groups if n % 2 == 0 else groups[::-1]:
+            got, took = _send_all(group["url"], count, settings, send)
+            entry = taken.setdefault((side, group["role"]), [[], 0.0])
+            entry[0] += got
+            entry[1] += took
+    out = {"canary": {}, "baseline": {}}
+    for (side, role), (results, seconds) in taken.items():
+        out[side][role] = point(role, results, seconds)
+    return out["canary"], out["baseline"]
 
 
 def point(name, results, duration):
