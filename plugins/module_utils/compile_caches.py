@@ -16,6 +16,12 @@ import shutil
 import tempfile
 
 STAMP = ".kimi-k3-cache-key"
+# The argument spec of one compile cache (a module's list of them).
+CACHE_OPTIONS = {
+    "path": {"type": "path", "required": True},
+    "key": {"type": "str", "required": True, "no_log": False},
+    "service": {"type": "str", "required": True},
+}
 
 
 def _size(path):

@@ -16,6 +16,20 @@ import shutil
 import tempfile
 
 SECRET_SHOWN = "(secret file: its content is not shown)\n"
+# The argument spec of one planned file (a module's list of them).
+FILE_OPTIONS = {
+    "path": {"type": "path", "required": True},
+    "content": {"type": "str"},
+    "source": {"type": "path"},
+    "line": {"type": "str"},
+    "regexp": {"type": "str"},
+    "mode": {"type": "str", "default": "0644"},
+    "group": {"type": "str", "default": "root"},
+    "service": {"type": "str", "required": True},
+    "change": {"type": "str", "choices": ["restart", "reload", "none"], "default": "restart"},
+    "secret": {"type": "bool", "default": False},
+    "validate": {"type": "str"},
+}
 
 
 def _mode(text):

@@ -122,6 +122,15 @@ class Wait:
                 res["journal"] = journal_tail(self.run, svc["unit"], self.journal_lines)
         return [results[s["name"]] for s in services], round(time.monotonic() - start, 1)
 
+    def healthy_now(self, services):
+        """True when every one of ``services`` is active and answers its health URL, checked once."""
+        for svc in with_urls(services):
+            if unit_properties(self.run, svc["unit"]).get("ActiveState") != "active":
+                return False
+            if svc.get("url") and http_status(svc["url"], self.api_key, self.ca_path) != 200:
+                return False
+        return True
+
     @staticmethod
     def _result(name, state, start):
         seconds = round(time.monotonic() - start, 1)

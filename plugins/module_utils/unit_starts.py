@@ -65,6 +65,14 @@ def stamp_seconds(text):
 
 
 RUNNING = ("active", "activating", "reloading")
+PHASES = ["node0", "followers"]
+# The argument spec of one unit to start (a module's list of them).
+START_OPTIONS = {
+    "name": {"type": "str", "required": True},
+    "unit": {"type": "str", "required": True},
+    "phase": {"type": "str", "choices": PHASES, "default": "node0"},
+    "probe": {"type": "list", "elements": "str"},
+}
 
 
 def start_plan(units, states, restart, reload=()):
@@ -92,6 +100,18 @@ def service_changes(changed_files):
     restart = {f["service"] for f in changed_files if f.get("change", "restart") in (None, "restart")}
     reload = {f["service"] for f in changed_files if f.get("change") == "reload"} - restart
     return restart, reload
+
+
+def later_phases_idle(module, systemd):
+    """True when a later call for the start phases this one left out would enable, start, restart and
+    reload nothing: their units enabled and running, none asked to restart, every probe passing."""
+    later = [item for item in module.params["start"] if item["phase"] not in module.params["phases"]]
+    units = [item["unit"] for item in later]
+    restart = {item["unit"] for item in later if item["name"] in module.params["restart"]}
+    for item in later:
+        if item.get("probe") and item["unit"] not in restart and module.run_command(item["probe"])[0] != 0:
+            return False
+    return not any(start_plan(units, systemd.states(units) if units else {}, restart))
 
 
 def run_starts(module, systemd, changed_files):

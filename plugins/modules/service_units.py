@@ -245,6 +245,15 @@ options:
     elements: dict
     default: []
     suboptions: *health
+  settle:
+    description:
+      - The services a later call for the other start phases would wait for. When this call changes nothing, O(wait)
+        is empty and that call would enable, start, restart or reload nothing, each is checked once, and RV(settled)
+        is true when every one is active and answers its health URL (the caller leaves the later call out).
+    type: list
+    elements: dict
+    default: []
+    suboptions: *health
 extends_documentation_fragment:
   - kimi_k3.serving.health_wait
   - kimi_k3.serving.releases
@@ -354,6 +363,10 @@ health:
   type: list
   elements: dict
   returned: always
+settled:
+  description: Whether the services of O(settle) were settled (always false without them and in check mode).
+  type: bool
+  returned: always
 """
 
 import os
@@ -361,8 +374,9 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.compile_caches import apply_caches
+from ansible_collections.kimi_k3.serving.plugins.module_utils.compile_caches import CACHE_OPTIONS, apply_caches
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import (
+    FILE_OPTIONS,
     apply_files,
     ensure_directory,
     validator,
@@ -374,9 +388,14 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.service_wait impor
     Wait,
     with_urls,
 )
-from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd, run_starts
+from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import (
+    PHASES,
+    START_OPTIONS,
+    Systemd,
+    later_phases_idle,
+    run_starts,
+)
 
-PHASES = ["node0", "followers"]
 # An install step's module and arguments (a step's fallback has the same two).
 INSTALL_STEP = {"module": {"type": "str", "required": True}, "args": {"type": "dict", "default": {}}}
 
@@ -390,32 +409,11 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "directories": _dicts(path={"type": "path", "required": True}, mode={"type": "str", "default": "0755"}),
-            "files": _dicts(
-                path={"type": "path", "required": True},
-                content={"type": "str"},
-                source={"type": "path"},
-                line={"type": "str"},
-                regexp={"type": "str"},
-                mode={"type": "str", "default": "0644"},
-                group={"type": "str", "default": "root"},
-                service={"type": "str", "required": True},
-                change={"type": "str", "choices": ["restart", "reload", "none"], "default": "restart"},
-                secret={"type": "bool", "default": False},
-                validate={"type": "str"},
-            ),
-            "start": _dicts(
-                name={"type": "str", "required": True},
-                unit={"type": "str", "required": True},
-                phase={"type": "str", "choices": PHASES, "default": "node0"},
-                probe={"type": "list", "elements": "str"},
-            ),
+            "files": _dicts(**FILE_OPTIONS),
+            "start": _dicts(**START_OPTIONS),
             "phases": {"type": "list", "elements": "str", "choices": PHASES, "default": PHASES},
             "restart": {"type": "list", "elements": "str", "default": []},
-            "caches": _dicts(
-                path={"type": "path", "required": True},
-                key={"type": "str", "required": True, "no_log": False},
-                service={"type": "str", "required": True},
-            ),
+            "caches": _dicts(**CACHE_OPTIONS),
             "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
@@ -427,6 +425,7 @@ def main():
             **RELEASE_OPTIONS,
             "wait_for": _dicts(**SERVICE_OPTIONS),
             "wait": _dicts(**SERVICE_OPTIONS),
+            "settle": _dicts(**SERVICE_OPTIONS),
             **WAIT_OPTIONS,
         },
         supports_check_mode=True,
@@ -491,6 +490,9 @@ def main():
         failed = wait.failures(services, result["health"])
     if failed:
         module.fail_json(msg=failed, **result)
+    quiet = module.params["settle"] and not (check or result["changed"] or services)
+    result["settled"] = bool(quiet and later_phases_idle(module, systemd or Systemd(module)))
+    result["settled"] = result["settled"] and wait.healthy_now(module.params["settle"])
     module.exit_json(**result)
 
 

@@ -300,6 +300,23 @@ def test_module_writes_once_then_changes_nothing(tmp_path, capsys, as_root):
     assert env.read_text() == "KEY=%s\n" % KEY
     _, second = run_module(capsys, args)
     assert not second["changed"] and second["changed_services"] == [] and not second["reloaded"]
+    assert second["settled"] is False  # nothing to settle
+
+
+def test_a_call_that_changed_nothing_reports_whether_its_services_are_settled(tmp_path, capsys, as_root, monkeypatch):
+    checked = []
+    monkeypatch.setattr(service_units, "later_phases_idle", lambda module, systemd: True)
+    monkeypatch.setattr(service_wait.Wait, "healthy_now", lambda self, services: checked.append(services) or True)
+    args = dict(planned(tmp_path), settle=[{"name": "engine", "unit": "k3-engine", "url": "http://e/health"}])
+    _, first = run_module(capsys, args)
+    assert first["changed"] and first["settled"] is False and checked == []  # a change: the later call waits
+    _, again = run_module(capsys, args, check=True)
+    assert again["settled"] is False and checked == []  # check mode checks nothing
+    _, second = run_module(capsys, args)
+    assert not second["changed"] and second["settled"] is True and len(checked) == 1
+    monkeypatch.setattr(service_wait.Wait, "healthy_now", lambda self, services: False)
+    _, third = run_module(capsys, args)
+    assert third["settled"] is False
 
 
 def test_module_in_check_mode_reports_a_diff_per_file_without_showing_a_key(tmp_path, capsys, as_root):
@@ -372,6 +389,50 @@ def test_a_failing_probe_restarts_an_active_unit(monkeypatch):
     monkeypatch.setattr(unit_starts.Systemd, "states", lambda self, units: active)
     assert unit_starts.run_starts(module, unit_starts.Systemd(module), []) == ([], [], ["k3-firewall"], [])
     assert ["/bin/systemctl", "restart", "--", "k3-firewall.service"] in calls
+
+
+@pytest.mark.parametrize(
+    ("states", "restart", "probe_rc", "idle"),
+    [
+        ({"k3-f": ("active", "enabled")}, [], 0, True),
+        ({"k3-f": ("inactive", "enabled")}, [], 0, False),  # the later call would start it
+        ({"k3-f": ("active", "disabled")}, [], 0, False),  # ... enable it
+        ({"k3-f": ("active", "enabled")}, ["f"], 0, False),  # ... restart it, as asked
+        ({"k3-f": ("active", "enabled")}, [], 1, False),  # ... restart it, its probe failing
+    ],
+)
+def test_the_later_phases_are_idle_only_when_their_call_would_do_nothing(monkeypatch, states, restart, probe_rc, idle):
+    class Module(FakeModule):
+        params = {
+            "start": [
+                {"name": "engine", "unit": "k3-engine", "phase": "node0", "probe": None},
+                {"name": "f", "unit": "k3-f", "phase": "followers", "probe": ["probe-f"]},
+            ],
+            "phases": ["node0"],
+            "restart": restart,
+        }
+
+        def run_command(self, argv):
+            self.calls.append(argv)
+            return probe_rc, "", ""
+
+    module = Module("")
+    # The node 0 unit (this call's phase) is inactive: not the later call's business.
+    monkeypatch.setattr(unit_starts.Systemd, "states", lambda self, units: dict(states, **{"k3-engine": ("", "")}))
+    assert unit_starts.later_phases_idle(module, unit_starts.Systemd(module)) is idle
+
+
+def test_healthy_now_checks_each_service_once_without_waiting(monkeypatch):
+    answers = {"http://a/health": 200, "http://b/health": 503}
+    seen = []
+    monkeypatch.setattr(service_wait, "http_status", lambda url, key, ca: seen.append(url) or answers[url])
+    units = Units({"k3-a": [("active", 0)], "k3-b": [("active", 0)], "k3-f": [("activating", 0)]})
+    wait = service_wait.Wait(units, timeout=30, delay=0)
+    assert wait.healthy_now([{"name": "a", "unit": "k3-a", "health": {"url": "http://a/health"}}]) is True
+    both = [{"name": "a", "unit": "k3-a", "url": "http://a/health"}, {"name": "f", "unit": "k3-f"}]
+    assert wait.healthy_now(both) is False
+    assert wait.healthy_now([{"name": "b", "unit": "k3-b", "url": "http://b/health"}]) is False
+    assert seen == ["http://a/health", "http://a/health", "http://b/health"]
 
 
 def test_a_source_a_line_a_group_and_what_changes_do_in_one_call(tmp_path, capsys, as_root, monkeypatch):
