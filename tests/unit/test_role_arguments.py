@@ -58,6 +58,19 @@ def test_a_string_where_a_list_is_declared_is_taken_as_ansible_takes_it_and_a_di
     assert "Fix: give firewall_client_networks a value of type list of str" in line
 
 
+def test_no_secret_is_shown():
+    options = {
+        "x_key": {"type": "str", "no_log": True, "choices": ["s3cr3t-a", "s3cr3t-b"]},
+        "x_mode": {"type": "str", "choices": ["a", "b"]},
+    }
+    found = role_arguments.check(
+        {"x": ["h"]}, read_from({"h": {"x_key": "s3cr3t-value", "x_mode": "s3cr3t-value"}}), lambda role: options
+    )
+    assert len(found) == 2 and not any("s3cr3t-value" in line for line in found), found
+    assert "argument 'x_key' does not fit its declaration (its value, a secret, is not shown)" in found[0] + found[1]
+    assert any("value of x_mode must be one of: a, b, got: ********" in line for line in found), found
+
+
 def test_a_role_without_a_spec_is_refused():
     with pytest.raises(ValueError, match="role no_such_role: no argument spec"):
         role_arguments.check({"no_such_role": ["h"]}, read_from({}))

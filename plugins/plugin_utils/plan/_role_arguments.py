@@ -50,13 +50,30 @@ def _fix(role, name, options):
     return "Fix: give %s a value of type %s, in the inventory or with -e (roles/%s/README.md)." % (name, what, role)
 
 
+def _shown(message, name, values, options):
+    """``message`` without a secret: about a no_log option, none of its value; elsewhere, no no_log
+    option's value."""
+    secret = {n for n, o in options.items() if o.get("no_log")}
+    if name in secret:
+        return "argument '%s' does not fit its declaration (its value, a secret, is not shown)" % name
+    for key in secret:
+        value = values.get(key)
+        if isinstance(value, str) and value:
+            message = message.replace(value, "********")
+    return message
+
+
 def problems(role, values, options):
     """The validator's message for each problem of ``values`` (name to value) for ``role``, and what
-    fixes it: ``[(message, fix)]``, [] when they fit."""
+    fixes it: ``[(message, fix)]``, [] when they fit. No secret (a no_log option's value) is shown."""
     if not values:
         return []
     result = ArgumentSpecValidator(options).validate(values, validate_role_argument_spec=True)
-    return [(message, _fix(role, _named(message, options), options)) for message in result.error_messages]
+    out = []
+    for message in result.error_messages:
+        name = _named(message, options)
+        out.append((_shown(message, name, values, options), _fix(role, name, options)))
+    return out
 
 
 def _hosts(hosts, shown=5):
