@@ -13,7 +13,7 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _role_
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles",))
+    _VALID_ARGS = frozenset(("roles", "only"))
     _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
@@ -40,12 +40,11 @@ class ActionModule(ActionBase):
             return values
 
         try:
-            found = role_arguments.check(roles, read)
+            found = role_arguments.check(roles, read, self._task.args.get("only"))
         except ValueError as exc:
             result.update(failed=True, msg=str(exc))
             return result
-        checked = sum(len(h) for h in roles.values())
-        result.update(changed=False, problems=found, checked=checked)
+        result.update(changed=False, problems=found, checked=len(seen))
         if found:
             result.update(failed=True, msg="\n".join(["the inventory's role variables do not fit:"] + found))
         else:

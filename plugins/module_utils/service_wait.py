@@ -125,9 +125,9 @@ class Wait:
     def healthy_now(self, services):
         """True when every one of ``services`` is active and answers its health URL, checked once."""
         for svc in with_urls(services):
-            if unit_properties(self.run, svc["unit"]).get("ActiveState") != "active":
-                return False
-            if svc.get("url") and http_status(svc["url"], self.api_key, self.ca_path) != 200:
+            props = unit_properties(self.run, svc["unit"])
+            restarts = int(props.get("NRestarts", "0") or 0)
+            if service_state(props, restarts, True, svc.get("url"), self.api_key, self.ca_path) != "healthy":
                 return False
         return True
 

@@ -25,6 +25,11 @@ options:
     description: Each role's name (a role of this collection) to the list of hosts it will run on.
     type: dict
     required: true
+  only:
+    description: The hosts of this run (C(ansible_play_hosts_all), under --limit the limited ones); the others are
+      not checked. Unset checks every host of O(roles).
+    type: list
+    elements: str
 author: kimi_k3.serving maintainers (!UNKNOWN)
 attributes:
   check_mode:
@@ -59,7 +64,7 @@ problems:
       host k3-sb-dp0: role engine: argument 'engine_health_timeout' is of type str and we were unable to convert
       to int. Fix: give engine_health_timeout a value of type int, in the inventory or with -e (roles/engine/README.md).
 checked:
-  description: The (role, host) pairs checked.
+  description: How many hosts were checked.
   type: int
   returned: always
 """

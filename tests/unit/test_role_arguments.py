@@ -43,6 +43,13 @@ def test_every_problem_names_its_hosts_the_role_the_variable_and_the_fix():
     assert len(found) == 2
 
 
+def test_under_limit_only_the_runs_hosts_are_checked():
+    values = {h: {"firewall_state": "gone"} for h in ("a", "b", "c")}
+    (line,) = role_arguments.check({"firewall": ["a", "b", "c"]}, read_from(values), only=["c", "a"])
+    assert line.startswith("hosts a, c: role firewall:")
+    assert role_arguments.check({"firewall": ["b"]}, read_from(values), only=["a"]) == []
+
+
 def test_many_hosts_with_one_problem_make_one_line():
     hosts = ["n%02d" % n for n in range(12)]
     values = {h: {"firewall_state": "gone"} for h in hosts}
@@ -64,7 +71,9 @@ def test_no_secret_is_shown():
         "x_mode": {"type": "str", "choices": ["a", "b"]},
     }
     found = role_arguments.check(
-        {"x": ["h"]}, read_from({"h": {"x_key": "s3cr3t-value", "x_mode": "s3cr3t-value"}}), lambda role: options
+        {"x": ["h"]},
+        read_from({"h": {"x_key": "s3cr3t-value", "x_mode": "s3cr3t-value"}}),
+        options_of=lambda role: options,
     )
     assert len(found) == 2 and not any("s3cr3t-value" in line for line in found), found
     assert "argument 'x_key' does not fit its declaration (its value, a secret, is not shown)" in found[0] + found[1]

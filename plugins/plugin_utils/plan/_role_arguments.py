@@ -84,14 +84,16 @@ def _hosts(hosts, shown=5):
     return "hosts " + ", ".join(hosts[:shown]) + more
 
 
-def check(roles, read, options_of=role_options):
+def check(roles, read, only=None, options_of=role_options):
     """One sentence per problem, naming the hosts that have it, the role, the variable and the fix;
     ``roles`` maps a role to its hosts, ``read(host, names)`` returns the values the host has of those
-    names (templated), and ``options_of(role)`` the role's options."""
+    names (templated), ``only`` keeps the hosts of this run (--limit; None keeps all), and
+    ``options_of(role)`` the role's options."""
     found = {}  # (role, message, fix) -> hosts, in the order first seen
+    kept = None if only is None else set(only)
     for role, hosts in roles.items():
         options = options_of(role)
-        for host in hosts:
+        for host in hosts if kept is None else [h for h in hosts if h in kept]:
             for message, fix in problems(role, read(host, list(options)), options):
                 found.setdefault((role, message, fix), []).append(host)
     return [
