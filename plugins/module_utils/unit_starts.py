@@ -16,9 +16,10 @@ class Systemd:
         self.module = module
         self.systemctl = module.get_bin_path("systemctl", required=True)
 
-    def run(self, *args):
+    def run(self, *args, check=True):
+        """systemctl's output; with ``check`` a failure fails the module, naming the call."""
         rc, out, err = self.module.run_command([self.systemctl] + list(args))
-        if rc != 0:
+        if rc != 0 and check:
             self.module.fail_json(msg="systemctl %s failed (rc=%s): %s" % (" ".join(args), rc, (err or out).strip()))
         return out
 

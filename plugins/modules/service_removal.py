@@ -13,8 +13,8 @@ version_added: 0.2.0
 description:
   - The teardown of a host's services in one round trip - the units of O(units) whose unit file is
     installed are stopped and disabled (one systemctl call for all of them), their failed state is
-    forgotten, every path of O(paths) that exists is removed (a folder with what it holds), and systemd
-    reloads once when a unit file went.
+    forgotten, their unit files and every path of O(paths) that exists are removed (a folder with what
+    it holds), and systemd reloads once when a unit file went.
   - A unit or path that is already gone is not an error, so a second run changes nothing.
   - Nothing is restarted and nothing is written.
 options:
@@ -25,8 +25,9 @@ options:
     default: []
   paths:
     description:
-      - The files and folders to remove (absolute paths), the units' own files among them (the
-        M(kimi_k3.serving.service_units) files the C(kimi_k3.serving.service_paths) filter lists).
+      - The other files and folders to remove (absolute paths), such as the
+        M(kimi_k3.serving.service_units) files the C(kimi_k3.serving.service_paths) filter lists; the
+        units' own files in O(unit_dir) go without being listed.
     type: list
     elements: path
     default: []
@@ -52,7 +53,6 @@ EXAMPLES = r"""
   kimi_k3.serving.service_removal:
     units: [k3-engine]
     paths:
-      - /etc/systemd/system/k3-engine.service
       - /etc/kimi-k3/engine.env
       - /var/lib/kimi-k3/engine
 """
@@ -64,7 +64,7 @@ stopped:
   elements: str
   returned: always
 removed:
-  description: The paths that were (or in check mode would be) removed - those that existed.
+  description: The paths that were (or in check mode would be) removed - those that existed, the units' files first.
   type: list
   elements: str
   returned: always
@@ -82,16 +82,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kimi_k3.serving.plugins.module_utils.unit_starts import Systemd
 
 
-def installed_units(units, unit_dir):
-    """The units of ``units`` whose unit file is in ``unit_dir``, in their order, without repeats."""
-    seen = []
-    for unit in units:
-        if unit not in seen and os.path.lexists(os.path.join(unit_dir, unit + ".service")):
-            seen.append(unit)
-    return seen
-
-
-def existing_paths(paths):
+def existing(paths):
     """The paths of ``paths`` that exist (a dangling link too), in their order, without repeats."""
     seen = []
     for path in paths:
@@ -113,7 +104,7 @@ def stop_and_disable(systemd, units):
     went first) is forgotten, so that systemd does not list it once its file is gone."""
     names = [u + ".service" for u in units]
     systemd.run("disable", "--now", "--", *names)
-    systemd.module.run_command([systemd.systemctl, "reset-failed", "--", *names])
+    systemd.run("reset-failed", "--", *names, check=False)
 
 
 def main():
@@ -128,12 +119,11 @@ def main():
     relative = [p for p in module.params["paths"] if not os.path.isabs(p)]
     if relative:
         module.fail_json(msg="paths: %s is not an absolute path. Fix: give every path from /." % relative[0])
-    unit_dir = module.params["unit_dir"]
-    stopped = installed_units(module.params["units"], unit_dir)
-    removed = existing_paths(module.params["paths"])
-    unit_prefix = unit_dir.rstrip("/") + "/"
-    reloaded = any(p.startswith(unit_prefix) and p.endswith(".service") for p in removed)
-    result = {"changed": bool(stopped or removed), "stopped": stopped, "removed": removed, "reloaded": reloaded}
+    unit_files = {os.path.join(module.params["unit_dir"], u + ".service"): u for u in module.params["units"]}
+    gone = existing(list(unit_files))
+    stopped = [unit_files[f] for f in gone]
+    removed = existing(gone + module.params["paths"])
+    result = {"changed": bool(removed), "stopped": stopped, "removed": removed, "reloaded": bool(gone)}
     if module._diff:
         before = ["unit %s" % u for u in stopped] + removed
         result["diff"] = {"before": "".join(line + "\n" for line in before), "after": ""}
@@ -147,7 +137,7 @@ def main():
             remove(path)
     except OSError as exc:
         module.fail_json(msg="cannot remove %s: %s" % (exc.filename or "a path", exc.strerror or exc), **result)
-    if reloaded:
+    if gone:
         systemd.run("daemon-reload")
     module.exit_json(**result)
 

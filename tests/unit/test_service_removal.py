@@ -95,3 +95,15 @@ def test_a_relative_path_is_refused_naming_it_before_anything_changes(tmp_path, 
     out = run(capsys, **args)
     assert out["failed"] and "etc/kimi-k3 is not an absolute path" in out["msg"]
     assert systemctl == [] and (tmp_path / "conf" / "engine.env").exists()
+
+
+def test_the_units_files_go_without_being_listed(tmp_path, capsys, systemctl):
+    args = deployed(tmp_path)
+    args["paths"] = args["paths"][3:]  # only the env file and the working folder
+    out = run(capsys, **args)
+    assert out["stopped"] == ["k3-engine", "k3-router"] and out["reloaded"] is True
+    assert out["removed"][:2] == [
+        str(tmp_path / "units" / "k3-engine.service"),
+        str(tmp_path / "units" / "k3-router.service"),
+    ]
+    assert not any((tmp_path / "units").iterdir())
