@@ -114,8 +114,8 @@ sandbox-down:
 	tools/sandbox.sh down
 
 # The HA sandbox: every serving role twice (vllm-router in front of two prefill and two decode
-# engines), for the day-two operations under traffic. Its hosts replace the default sandbox's
-# (the same bridge and addresses): one host set at a time. `make sandbox-ha-down` removes them.
+# engines), for the day-two operations under traffic. Its hosts are on a network of their own
+# (10.77.1.0/24, bridge k3sb1), beside the default sandbox's. `make sandbox-ha-down` removes them.
 SANDBOX_HA_ENV := K3SB_HOSTS_FILE=$(CURDIR)/tools/sandbox-ha-hosts.txt K3SB_INVENTORY=$(CURDIR)/inventories/sandbox-ha/hosts.yml
 sandbox-ha: venv venv-vllm
 	.venv/vllm/bin/python tools/tiny_model.py $(SANDBOX_MODEL)
@@ -126,12 +126,12 @@ sandbox-ha: venv venv-vllm
 sandbox-ha-down:
 	$(SANDBOX_HA_ENV) tools/sandbox.sh down
 
-# Deploy time with 1, 2 and 4 engines and the idempotent re-run (figures, not a test).
 # The execution environment AWX runs the playbooks in, built with ansible-builder and podman
 # (a Debian trixie base image made here first): localhost/kimi-k3-ee:<version>.
 ee: venv
 	tools/ee.sh build
 
+# Deploy time with 1, 2 and 4 engines and the idempotent re-run (figures, not a test).
 bench-deploy: venv venv-vllm
 	tools/bench_deploy.sh
 
