@@ -10,7 +10,8 @@ and how long each has run (from the lines tests/helpers/progress.py writes). At 
 process group of PID, then prints the running tests, the last lines of the progress file and the
 run's commands as they were: the run fails saying what it was doing, instead of being cut off
 with nothing said. Exits 0 when PID ends first, 3 when it stopped the run. --summary prints
-the tests that took the most processor time (theirs and their children's), for speed work.
+the tests that took the most processor time (theirs and their children's), then those over which
+their suite took the most (its test hosts included), for speed work.
 """
 
 from __future__ import annotations
@@ -54,12 +55,13 @@ def commands(pgid):
     return sorted(found, reverse=True)
 
 
-def heaviest(lines, count=15):
-    """(processor seconds, test) of the ``count`` tests that took the most, most first."""
+def heaviest(lines, count=15, kind="cpu"):
+    """(processor seconds, test) of the ``count`` tests that took the most, most first: ``kind`` cpu,
+    the test's own and its children's; suitecpu, its suite's over the test."""
     found = []
     for line in lines:
         fields = line.split(" ", 3)
-        if len(fields) == 4 and fields[1] == "cpu":
+        if len(fields) == 4 and fields[1] == kind:
             found.append((float(fields[2]), fields[3]))
     return sorted(found, reverse=True)[:count]
 
@@ -108,6 +110,11 @@ def main(argv):
         print("ci_watch: the tests that took the most processor time (with their children):")
         for seconds, nodeid in heaviest(lines):
             print("ci_watch: %7.1f s  %s" % (seconds, nodeid))
+        suite = heaviest(lines, 25, "suitecpu")
+        if suite:
+            print("ci_watch: the tests over which their suite took the most (its test hosts included):")
+            for seconds, nodeid in suite:
+                print("ci_watch: %7.1f s  %s" % (seconds, nodeid))
         return 0
     pid, progress, budget = int(argv[1]), argv[2], float(argv[3])
     interval = float(argv[4]) if len(argv) > 4 else 600.0

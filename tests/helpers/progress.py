@@ -4,7 +4,10 @@ make test runs its suites side by side and prints each one whole when it ends; t
 tools/ci_watch.py reads to say, while they run, which tests are running and for how long.
 Every pytest-xdist worker appends to the same file, one short line per write. A ``cpu`` line gives
 the processor seconds a test took in the test process and the children it waited for (Ansible's
-runs, the servers its fixtures stopped): what tools/ci_watch.py --summary ranks.
+runs, the servers its fixtures stopped): what tools/ci_watch.py --summary ranks. Under make test's
+tools/suite_cpu.py a ``suitecpu`` line gives the suite's control group's processor seconds over the
+test: everything the suite ran meanwhile, its test hosts' services included (with pytest-xdist,
+the other worker's tests too).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from pathlib import Path
 
 PROGRESS = os.environ.get("K3_TEST_PROGRESS")
 _state = {"write": True}
@@ -22,6 +26,7 @@ def pytest_configure(config):
     # that runs a test (a worker, or pytest without workers) writes its lines.
     numprocesses = getattr(config.option, "numprocesses", None)
     _state["write"] = bool(PROGRESS) and (hasattr(config, "workerinput") or not numprocesses)
+    _state["counter"] = suite_counter() if _state["write"] else None
 
 
 def _write(line):
@@ -30,6 +35,29 @@ def _write(line):
 
 
 _started = {}
+_suite_started = {}
+
+
+def suite_counter(cgroup="/proc/self/cgroup", root="/sys/fs/cgroup/cpuacct"):
+    """The cpuacct counter file of the control group the process is in (``cgroup``: its
+    /proc/<pid>/cgroup) when it is one of tools/suite_cpu.py's (cgroup v1), else None."""
+    try:
+        lines = Path(cgroup).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _number, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(",") and path.startswith("/k3-suites/"):
+            return Path(root) / path.lstrip("/") / "cpuacct.usage"
+    return None
+
+
+def _suite_cpu():
+    counter = _state.get("counter")
+    try:
+        return int(counter.read_text()) / 1e9 if counter else None
+    except (OSError, ValueError):
+        return None
 
 
 def _cpu():
@@ -40,12 +68,16 @@ def _cpu():
 def pytest_runtest_logstart(nodeid, location):
     if _state["write"]:
         _started[nodeid] = _cpu()
+        _suite_started[nodeid] = _suite_cpu()
         _write("start %s" % nodeid)
 
 
 def pytest_runtest_logfinish(nodeid, location):
     if _state["write"]:
         _write("cpu %.1f %s" % (_cpu() - _started.pop(nodeid, _cpu()), nodeid))
+        before, after = _suite_started.pop(nodeid, None), _suite_cpu()
+        if before is not None and after is not None:
+            _write("suitecpu %.1f %s" % (after - before, nodeid))
         _write("end %s" % nodeid)
 
 

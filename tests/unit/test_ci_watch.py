@@ -44,3 +44,7 @@ def test_a_run_past_its_budget_is_stopped_saying_what_ran(tmp_path):
 def test_the_summary_ranks_tests_by_processor_time():
     lines = ["1 cpu 3.5 a.py::one", "2 cpu 90.0 b.py::two[x y]", "3 end b.py::two[x y]", "4 cpu 7.0 c.py::three"]
     assert ci_watch.heaviest(lines, 2) == [(90.0, "b.py::two[x y]"), (7.0, "c.py::three")]
+    # The suite's processor time over each test is ranked apart from the test's own.
+    lines += ["5 suitecpu 40.0 a.py::one", "6 suitecpu 12.5 c.py::three"]
+    assert ci_watch.heaviest(lines, 1, "suitecpu") == [(40.0, "a.py::one")]
+    assert ci_watch.heaviest(lines, 2) == [(90.0, "b.py::two[x y]"), (7.0, "c.py::three")]
