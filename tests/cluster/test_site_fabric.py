@@ -16,7 +16,7 @@ import re
 
 import pytest
 from conftest import ROOT
-from helpers.sandbox_run import adhoc, playbook
+from helpers.sandbox_run import on, playbook
 
 # Nothing of the deployment changes: servers run for the check only.
 LEAVES_CONVERGED = True
@@ -50,7 +50,7 @@ def test_every_pair_the_plan_connects_is_measured_and_nothing_stays_running(clus
     summary = (tmp_path / "ok" / "summary.txt").read_text()
     assert summary.splitlines()[0].split() == ["PAIR", "GBIT/S", "RESULT", "WHY"], summary
     for host in ("k3-sb-dp0", "k3-sb-dp1"):
-        left = adhoc(host, "ansible.builtin.shell", "pgrep -a iperf3; ls /run/kimi-k3-fabric-iperf3.pid", check=False)
+        left = on(host, "pgrep -a iperf3; ls /run/kimi-k3-fabric-iperf3.pid 2>&1", check=False)
         assert "iperf3 --server" not in left.stdout and "No such file" in left.stdout, left.stdout
     print("fabric: " + ", ".join("%s %.2f Gbit/s" % (r["pair"], r["gbps"]) for r in results))
 

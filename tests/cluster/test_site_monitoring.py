@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
-from helpers.sandbox_run import adhoc, playbook
+from helpers.sandbox_run import adhoc, on, playbook
 from helpers.secured_sandbox import FRONT_DOOR, MONITORING, monitoring_request, request
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
@@ -70,8 +70,7 @@ def plan_of(cluster):
 
 def on_mon(command):
     """stdout of a shell command on the monitoring host."""
-    out = adhoc(MON, "ansible.builtin.shell", command)
-    return out.stdout.split(">>", 1)[1]
+    return on(MON, command).stdout
 
 
 def measured(expr):
@@ -212,7 +211,7 @@ def test_a_stopped_engine_fires_service_down_naming_it_then_a_rerun_resolves_it(
 
 
 def stopped_engine_fires_and_resolves(webhook):
-    adhoc("k3-sb-decode", "ansible.builtin.systemd_service", "name=k3-decode state=stopped")
+    on("k3-sb-decode", "systemctl stop k3-decode")
     alerts = wait("K3ServiceDown firing for k3-sb-decode", lambda: firing("K3ServiceDown", "k3-sb-decode"))
     assert alerts[0]["labels"]["k3_service"] == "decode" and alerts[0]["labels"]["severity"] == "critical"
     assert alerts[0]["annotations"]["summary"] == "decode on k3-sb-decode is down"
@@ -291,14 +290,14 @@ def test_promtool_checks_the_rules_and_their_unit_tests_pass(cluster, tmp_path):
     tests = tmp_path / "k3-rules-test.yml"
     tests.write_text(PROMTOOL_TESTS % {"rules": RULES})
     adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)
-    tested = adhoc(MON, "ansible.builtin.command", "promtool test rules /tmp/k3-rules-test.yml", check=False)
+    tested = on(MON, "promtool test rules /tmp/k3-rules-test.yml 2>&1", check=False)
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout[-3000:]
     # A test that expects what the rules do not do fails: promtool really compares.
     tests.write_text(
         PROMTOOL_TESTS.replace("summary: decode on node5 is down", "summary: something else") % {"rules": RULES}
     )
     adhoc(MON, "ansible.builtin.copy", "src=%s dest=/tmp/k3-rules-test.yml mode=0644" % tests)
-    wrong = adhoc(MON, "ansible.builtin.command", "promtool test rules /tmp/k3-rules-test.yml", check=False)
+    wrong = on(MON, "promtool test rules /tmp/k3-rules-test.yml 2>&1", check=False)
     assert wrong.returncode != 0 and "FAILED" in wrong.stdout, wrong.stdout[-3000:]
 
 
@@ -339,9 +338,8 @@ def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(clu
     page has, with the value flipped): K3NpuUnhealthy fires naming the host and the chip, reaches
     Alertmanager, status.yml names the chip, and the alert resolves when the chip is healthy again."""
     overrides = "/run/k3-exporter-double/overrides"
-    adhoc(
+    on(
         "k3-sb-prefill",
-        "ansible.builtin.shell",
         "mkdir -p %s && echo 'npu_chip_info_health_status id=3 0' > %s" % (overrides.rsplit("/", 1)[0], overrides),
     )
     try:
@@ -370,5 +368,5 @@ def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(clu
         assert "k3-sb-prefill: NPU 3 is unhealthy (accelerator-exporter)" in out.stdout, out.stdout[-3000:]
         assert "1 of 8 unhealthy: NPU 3 unhealthy" in out.stdout
     finally:
-        adhoc("k3-sb-prefill", "ansible.builtin.file", "path=%s state=absent" % overrides)
+        on("k3-sb-prefill", "rm -f %s" % overrides)
     wait("K3NpuUnhealthy resolved", lambda: not firing("K3NpuUnhealthy", "k3-sb-prefill"), timeout=60)

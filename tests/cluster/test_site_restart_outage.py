@@ -13,7 +13,7 @@ import os
 import re
 
 import pytest
-from helpers.sandbox_run import adhoc, playbook
+from helpers.sandbox_run import INVENTORY, playbook, ssh_each
 
 # The refused restart restarts nothing.
 LEAVES_CONVERGED = True
@@ -28,11 +28,8 @@ UNITS = {
 
 
 def pids():
-    out = {}
-    for host, unit in UNITS.items():
-        proc = adhoc(host, "ansible.builtin.command", "systemctl show -p MainPID --value %s" % unit)
-        out[host] = int(proc.stdout.strip().splitlines()[-1])
-    return out
+    out = ssh_each(INVENTORY, {host: "systemctl show -p MainPID --value %s" % unit for host, unit in UNITS.items()})
+    return {host: int(done.stdout.strip()) for host, done in out.items()}
 
 
 def test_restart_without_a_second_replica_names_the_outage_and_restarts_nothing(cluster):

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 
+import yaml
 from conftest import ROOT, VENV_BIN
 
 from helpers.ansible_run import ansible_playbook, run
@@ -60,4 +63,53 @@ def adhoc(host, module, args, check=True):
 
 
 def systemctl(host, *args):
-    return adhoc(host, "ansible.builtin.command", "systemctl " + " ".join(args), check=False)
+    return on(host, "systemctl " + " ".join(args), check=False)
+
+
+def _ssh_argv(inventory):
+    """ssh's argv to reach the test hosts of ``inventory``'s hosts.yml (tools/sandbox.sh's: its key,
+    its known_hosts) and {host: address}."""
+    written = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]
+    common = written["vars"]
+    argv = ["ssh", "-i", common["ansible_ssh_private_key_file"], "-o", "BatchMode=yes"]
+    # One connection per host kept for a minute, as Ansible keeps its own: the next probe reuses it.
+    argv += ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=/tmp/k3-test-ssh-%C"]
+    argv += shlex.split(common.get("ansible_ssh_common_args", ""))
+    hosts = {
+        name: "%s@%s" % (common["ansible_user"], vars_["ansible_host"]) for name, vars_ in written["hosts"].items()
+    }
+    return argv, hosts
+
+
+def ssh_each(inventory, commands, check=True, timeout=120):
+    """{host: CompletedProcess} of one shell command per host (``commands``: {host: command}), over
+    plain ssh to the test hosts of ``inventory``, all at once: a probe of a few hosts in a fraction of
+    a second (measured under load: 1.7 s for four hosts with new connections, 0.2 s with them kept,
+    against 6.7 s for an ad-hoc Ansible run on one). ``check``: a command that fails fails with its
+    host and output. Test probes and faults only: what the collection does goes through Ansible."""
+    argv, address = _ssh_argv(inventory)
+    procs = {
+        host: subprocess.Popen(
+            argv + [address[host], command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for host, command in commands.items()
+    }
+    out = {}
+    for host, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=timeout)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        if check:
+            assert done.returncode == 0, "%s: %s exited %d:\n%s%s" % (
+                host,
+                commands[host],
+                done.returncode,
+                stdout,
+                stderr,
+            )
+        out[host] = done
+    return out
+
+
+def on(host, command, check=True, inventory=INVENTORY):
+    """One shell command on one test host over ssh (ssh_each): its CompletedProcess."""
+    return ssh_each(inventory, {host: command}, check=check)[host]

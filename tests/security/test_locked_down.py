@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import vllm_routes
 from helpers.ansible_run import ansible_playbook
-from helpers.sandbox_run import INVENTORY, adhoc, playbook, recap
+from helpers.sandbox_run import INVENTORY, on, playbook, recap
 from helpers.secured_sandbox import FRONT_DOOR, ROUTER_ROUTES, request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
@@ -262,13 +262,12 @@ def test_health_waits_and_verify_carry_the_key(deployed):
 
 def connect(host, address, port):
     """From test host ``host``: open, refused (a reset) or timeout, for a TCP connection."""
-    out = adhoc(
+    out = on(
         host,
-        "ansible.builtin.shell",
         "if timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/tmp/k3-connect; then echo open; "
         "elif grep -q refused /tmp/k3-connect; then echo refused; else echo timeout; fi" % (address, port),
     )
-    return out.stdout.split(">>", 1)[1].strip().splitlines()[0].strip()
+    return out.stdout.strip().splitlines()[0].strip()
 
 
 def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed):
@@ -303,15 +302,15 @@ def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
 
 def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deployed):
     for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode"):
-        tables = adhoc(host, "ansible.builtin.command", "nft list tables")
+        tables = on(host, "nft list tables")
         assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
     # The headless follower serves no port of its own: its table holds only its exporters', for the
     # monitoring host and the admins.
-    rules = adhoc("k3-sb-dp1", "ansible.builtin.command", "nft list table inet kimi_k3").stdout
+    rules = on("k3-sb-dp1", "nft list table inet kimi_k3").stdout
     ports = {tuple(m.split(", ")) for m in re.findall(r"tcp dport \{ ([0-9, -]+) \}", rules)}
     assert ports == {("8082", "9100")}, rules
     assert "@monitoring4 accept" in rules and "@deployment4" not in rules, rules
-    adhoc("k3-sb-prefill", "ansible.builtin.command", "nft delete table inet kimi_k3")
+    on("k3-sb-prefill", "nft delete table inet kimi_k3")
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
     again = playbook("site.yml", "--tags", "firewall", *deployed["args"])
     counts = recap(again.stdout)
@@ -329,11 +328,11 @@ SH"""
 
 
 def test_a_table_the_host_refuses_fails_naming_the_host_with_the_units_journal(deployed):
-    adhoc("k3-sb-prefill", "ansible.builtin.shell", "nft delete table inet kimi_k3 && " + FAKE_NFT)
+    on("k3-sb-prefill", "nft delete table inet kimi_k3 && " + FAKE_NFT)
     try:
         out = playbook("site.yml", "--tags", "firewall", *deployed["args"], check=False)
     finally:
-        adhoc("k3-sb-prefill", "ansible.builtin.command", "mv /usr/sbin/nft.real /usr/sbin/nft")
+        on("k3-sb-prefill", "mv /usr/sbin/nft.real /usr/sbin/nft")
     text = out.stdout + out.stderr
     assert out.returncode != 0
     assert "k3-sb-prefill: k3-firewall did not load /etc/kimi-k3/firewall.nft" in text, text[-3000:]
@@ -349,7 +348,7 @@ def test_firewall_absent_removes_the_table(deployed):
     out = playbook("%s/firewall_absent.yml" % HERE, *deployed["args"])
     assert recap(out.stdout)["k3-sb-front"]["changed"] >= 1
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
-    tables = adhoc("k3-sb-prefill", "ansible.builtin.command", "nft list tables")
+    tables = on("k3-sb-prefill", "nft list tables")
     assert "kimi_k3" not in tables.stdout
     # Back as the deployment had it, for the modules that share it (test_operate.py).
     playbook("site.yml", "--tags", "firewall", *deployed["args"])

@@ -15,7 +15,7 @@ import time
 
 import pytest
 from helpers.ansible_run import ansible_playbook
-from helpers.sandbox_run import INVENTORY, adhoc, playbook, recap
+from helpers.sandbox_run import INVENTORY, adhoc, on, playbook, recap
 from helpers.secured_sandbox import DEPLOYMENT, host_changes, request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
@@ -65,21 +65,16 @@ def test_status_of_the_healthy_deployment_is_a_table_of_every_service(deployed):
 
 def test_status_names_an_env_file_edited_by_hand_and_a_unit_the_plan_no_longer_has(deployed):
     env = "/etc/kimi-k3/decode.env"
-    adhoc(
-        "k3-sb-decode",
-        "ansible.builtin.shell",
-        "cp -p %s /root/decode.env.orig && echo 'VLLM_LOGGING_LEVEL=\"DEBUG\"' >> %s" % (env, env),
-    )
-    adhoc(
+    on("k3-sb-decode", "cp -p %s /root/decode.env.orig && echo 'VLLM_LOGGING_LEVEL=\"DEBUG\"' >> %s" % (env, env))
+    on(
         "k3-sb-dp1",
-        "ansible.builtin.shell",
         "printf '# Managed by kimi_k3.serving: old (vllm).\\n[Service]\\nExecStart=/bin/true\\n'"
         " > /etc/systemd/system/k3-old-decode.service",
     )
     try:
         out = playbook("playbooks/status.yml", *deployed["args"], check=False)
     finally:
-        adhoc("k3-sb-decode", "ansible.builtin.command", "mv /root/decode.env.orig %s" % env)
+        on("k3-sb-decode", "mv /root/decode.env.orig %s" % env)
     text = out.stdout + out.stderr
     no_key(text, deployed)
     assert out.returncode != 0
@@ -179,10 +174,10 @@ def without_package(host, changes, packages):
     """``changes`` less the files of ``packages`` (installed by a role, kept by teardown as images and
     Prometheus are), what their installation made, and the package tools' bookkeeping; the package's
     own service must be off."""
-    listed = adhoc(host, "ansible.builtin.command", "dpkg -L %s" % " ".join(packages)).stdout.split(">>", 1)[1]
+    listed = on(host, "dpkg -L %s" % " ".join(packages)).stdout
     owned = {line.strip().lstrip("/") for line in listed.splitlines() if line.strip().startswith("/")}
     owned |= {"usr/" + p for p in owned if p.startswith(MERGED_USR)}
-    state = adhoc(host, "ansible.builtin.shell", "systemctl is-enabled nginx; systemctl is-active nginx", check=False)
+    state = on(host, "systemctl is-enabled nginx; systemctl is-active nginx", check=False)
     assert "disabled\ninactive" in state.stdout, state.stdout
     # dpkg -L lists every file and folder of the package (/etc and /usr among them): exact paths only.
     return {
@@ -209,8 +204,7 @@ def test_an_operation_without_the_keys_is_refused_before_it_changes_anything(dep
 
 
 def unit_pid(host, unit):
-    out = adhoc(host, "ansible.builtin.command", "systemctl show -p MainPID --value %s" % unit)
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(on(host, "systemctl show -p MainPID --value %s" % unit).stdout.strip())
 
 
 def test_teardown_without_confirmation_changes_nothing(deployed):
@@ -241,23 +235,21 @@ def test_teardown_leaves_every_host_as_before_the_first_run(deployed):
         # No unit file of the collection's, and no unit of its loaded or running: systemd may still
         # list a removed unit's name as "not-found inactive dead" (no file, no process) until it
         # collects it, which on busy cores was seen to take minutes (the HA suite beside this one).
-        units = adhoc(
+        units = on(
             host,
-            "ansible.builtin.shell",
             "systemctl list-unit-files --plain --no-legend 'k3-*'; "
             "systemctl list-units --all --plain --no-legend 'k3-*'",
-        ).stdout.split(">>", 1)[1]
+        ).stdout
         left = [line.split() for line in units.splitlines() if line.strip()]
         assert all(cells[1:4] == ["not-found", "inactive", "dead"] for cells in left), (host, units)
     # The monitoring host: the collection's targets, rules and dashboards are gone, Prometheus and
     # Alertmanager stopped (their packages stay, as images do, unless teardown_purge).
-    left = adhoc(
+    left = on(
         "k3-sb-mon",
-        "ansible.builtin.shell",
         "ls -d /etc/prometheus/kimi-k3 /etc/prometheus/kimi-k3-rules.yml /var/lib/kimi-k3/dashboards 2>&1; "
         "systemctl is-active prometheus prometheus-alertmanager",
         check=False,
-    ).stdout.split(">>", 1)[1]
+    ).stdout
     assert left.count("No such file or directory") == 3 and "active\n" not in left.replace("inactive", ""), left
     again = playbook("playbooks/teardown.yml", "-e", "confirm=yes", *deployed["args"])
     assert all(c["changed"] == 0 for h, c in recap(again.stdout).items() if h != "localhost"), again.stdout[-2000:]
