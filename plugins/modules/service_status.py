@@ -15,6 +15,9 @@ description:
     URL once, compares the running process's argv with the planned argv and reads which version runs
     (the image of a container, the package version in the host runtime's virtualenv, nginx's own for
     the front door).
+  - With O(files), compares the services' planned files with the host's (content, mode, group), as
+    M(kimi_k3.serving.service_units) does in check mode, and returns the services whose files differ in
+    RV(drift), so that one call per host and role reads and compares.
   - With O(planned_units), lists the units on the host that the collection wrote (their first line says
     C(Managed by kimi_k3.serving)) and that are not among them.
   - Only reads; never fails on what it finds (the caller decides what is a problem).
@@ -64,8 +67,14 @@ options:
     description: Where the host keeps each release's files (M(kimi_k3.serving.service_units)).
     type: path
     default: /var/lib/kimi-k3/releases
+  secrets:
+    description: The key values the files hold; each is masked wherever it would show in the module's output.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - kimi_k3.serving.attributes.read_only
+  - kimi_k3.serving.planned_files
 author:
   - kimi_k3.serving maintainers (!UNKNOWN)
 """
@@ -129,6 +138,11 @@ services:
     release_pending:
       description: The process started before its files last changed - it still runs an earlier release.
       type: bool
+drift:
+  description: The services of O(services) whose planned files differ from the host's (empty without O(files)).
+  returned: always
+  type: list
+  elements: str
 unplanned:
   description: The collection's units on this host that are not in O(planned_units) (empty without it).
   returned: always
@@ -141,6 +155,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import FILE_OPTIONS, apply_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.releases import Releases
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import (
     argv_runs,
@@ -243,17 +258,25 @@ def main():
             "ignore_units": {"type": "list", "elements": "str", "default": ["k3-firewall"]},
             "docker": {"type": "path", "default": "/usr/bin/docker"},
             "releases_dir": {"type": "path", "default": "/var/lib/kimi-k3/releases"},
+            "files": {"type": "list", "elements": "dict", "default": [], "options": FILE_OPTIONS},
+            "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
         },
         supports_check_mode=True,
     )
     services = module.params["services"]
     reports = [service_report(module, svc) for svc in services]
+    try:
+        # Compared as service_units compares in check mode: nothing is written, no check command runs.
+        differ, _diffs = apply_files(module.params["files"], True, False)
+    except (OSError, ValueError, re.error) as exc:
+        module.fail_json(msg="cannot compare the planned files: %s" % exc, services=reports)
     unplanned = []
     if module.params["planned_units"] is not None:
         unplanned = unplanned_units(
             module.params["unit_dir"], set(module.params["planned_units"]), set(module.params["ignore_units"])
         )
-    module.exit_json(changed=False, services=reports, unplanned=unplanned)
+    drift = sorted({entry["service"] for entry in differ})
+    module.exit_json(changed=False, services=reports, drift=drift, unplanned=unplanned)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import grp
 import http.server
+import json
 import os
+import stat
 import threading
+from pathlib import Path
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 from conftest import example_plan
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import service_probe
@@ -250,3 +255,54 @@ def test_bundle_snapshots_engine_metrics_and_the_routers_prometheus_port():
     files = units.bundle_files(services, "/etc/kimi-k3")
     assert {f["kind"] for f in files if f["path"].endswith(".env")} == {"env"}
     assert all(f["kind"] == "plain" for f in files if f["path"].endswith(".service"))
+
+
+STATUS_KEY = "sk-k3-status-drift-9f8e7d"
+
+
+def status_module(capsys, args):
+    with patch_module_args(dict(args, _ansible_check_mode=False)), pytest.raises(SystemExit):
+        service_status.main()
+    out = capsys.readouterr().out
+    return out, json.loads(out)
+
+
+def test_the_report_names_the_services_whose_files_differ_and_writes_nothing(tmp_path, capsys):
+    """The comparison status.yml makes in the report's own call: a file edited by hand, a mode changed,
+    a file missing; nothing written, a key's file never shown."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    gid = os.getgid()
+    group = grp.getgrgid(gid).gr_name if gid else "root"
+    files = [
+        {"path": str(conf / "engine.yaml"), "content": "port: 8000\n", "service": "engine", "group": group},
+        {
+            "path": str(conf / "engine.env"),
+            "content": "KEY=%s\n" % STATUS_KEY,
+            "mode": "0600",
+            "service": "engine",
+            "secret": True,
+            "group": group,
+        },
+        {"path": str(conf / "router.yaml"), "content": "a: 1\n", "service": "router", "group": group},
+    ]
+    for entry in files:
+        path = Path(entry["path"])
+        path.write_text(entry["content"])
+        path.chmod(int(entry.get("mode", "0644"), 8))
+    args = {"services": [], "files": files, "secrets": [STATUS_KEY]}
+    raw, same = status_module(capsys, args)
+    assert same["drift"] == [] and not same["changed"]
+    (conf / "engine.env").write_text("KEY=%s\nVLLM_LOGGING_LEVEL=DEBUG\n" % STATUS_KEY)
+    raw, edited = status_module(capsys, args)
+    assert edited["drift"] == ["engine"] and STATUS_KEY not in raw
+    (conf / "engine.env").write_text("KEY=%s\n" % STATUS_KEY)
+    (conf / "router.yaml").chmod(0o666)
+    (conf / "engine.yaml").unlink()
+    _raw, both = status_module(capsys, args)
+    assert both["drift"] == ["engine", "router"]
+    # Only compared: nothing written back.
+    assert not (conf / "engine.yaml").exists() and stat.S_IMODE((conf / "router.yaml").stat().st_mode) == 0o666
+    # Without files, no comparison.
+    _raw, none = status_module(capsys, {"services": []})
+    assert none["drift"] == []
