@@ -17,20 +17,9 @@ import shutil
 import time
 
 import pytest
-from conftest import ROOT, VENV_BIN
-from helpers.sandbox_run import playbook, recap, run
+from conftest import VENV_BIN
+from helpers.sandbox_run import HOST_VARS, INVENTORY, on, playbook, recap, run
 
-INVENTORY = ROOT / "inventories" / "sandbox"
-HOST_VARS = INVENTORY / "host_vars"
-KEY = ROOT / ".cache" / "sandbox" / "id_ed25519"
-KNOWN_HOSTS = ROOT / ".cache" / "sandbox" / "known_hosts"  # written by tools/sandbox.sh up
-ADDRESS = {
-    "k3-sb-front": "10.77.0.11",
-    "k3-sb-dp0": "10.77.0.12",
-    "k3-sb-dp1": "10.77.0.13",
-    "k3-sb-prefill": "10.77.0.14",
-    "k3-sb-decode": "10.77.0.15",
-}
 NFT_TABLE = "k3_preflight_test"
 
 pytestmark = [
@@ -87,25 +76,6 @@ def snapshot():
     )
     hosts = json.loads(out.stdout)["plays"][0]["tasks"][0]["hosts"]
     return {h: r["stdout"] for h, r in sorted(hosts.items())}
-
-
-def ssh(host, command, check=True):
-    return run(
-        "ssh",
-        "-i",
-        KEY,
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        "UserKnownHostsFile=%s" % KNOWN_HOSTS,
-        "-o",
-        "LogLevel=ERROR",
-        "root@%s" % ADDRESS[host],
-        command,
-        check=check,
-    )
 
 
 def host_vars(host, text):
@@ -177,16 +147,16 @@ def test_a_wrong_k3_nic_is_refused_naming_the_interface_that_owns_the_address(sa
 
 
 def test_a_port_held_by_a_stray_process_is_refused_naming_the_process(sandbox):
-    ssh("k3-sb-prefill", "systemd-run --quiet --unit stray-http python3 -m http.server 8100")
+    on("k3-sb-prefill", "systemd-run --quiet --unit stray-http python3 -m http.server 8100")
     try:
         for _unused in range(50):
-            if ssh("k3-sb-prefill", "ss -Hltn 'sport = :8100' | grep -q 8100", check=False).returncode == 0:
+            if on("k3-sb-prefill", "ss -Hltn 'sport = :8100' | grep -q 8100", check=False).returncode == 0:
                 break
             time.sleep(0.1)
-        pid = ssh("k3-sb-prefill", "systemctl show -p MainPID --value stray-http").stdout.strip()
+        pid = on("k3-sb-prefill", "systemctl show -p MainPID --value stray-http").stdout.strip()
         text = refused()
     finally:
-        ssh("k3-sb-prefill", "systemctl stop stray-http", check=False)
+        on("k3-sb-prefill", "systemctl stop stray-http", check=False)
     assert "fatal: [k3-sb-prefill]" in text
     assert "host k3-sb-prefill: port 8100: planned for prefill (http) and held by pid %s " % pid in text, text[-4000:]
     assert "python3 -m http.server 8100, unit stray-http), not by k3-prefill" in text

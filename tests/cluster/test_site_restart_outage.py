@@ -13,7 +13,7 @@ import os
 import re
 
 import pytest
-from helpers.sandbox_run import INVENTORY, playbook, ssh_each
+from helpers.sandbox_run import main_pids, playbook
 
 # The refused restart restarts nothing.
 LEAVES_CONVERGED = True
@@ -28,8 +28,7 @@ UNITS = {
 
 
 def pids():
-    out = ssh_each(INVENTORY, {host: "systemctl show -p MainPID --value %s" % unit for host, unit in UNITS.items()})
-    return {host: int(done.stdout.strip()) for host, done in out.items()}
+    return main_pids(UNITS)
 
 
 def test_restart_without_a_second_replica_names_the_outage_and_restarts_nothing(cluster):

@@ -30,7 +30,8 @@ import pytest
 import yaml
 from conftest import ROOT, VENV_BIN, ansible_env
 from helpers.ansible_run import ansible_playbook
-from helpers.sandbox_run import claim_hosts, on, release_hosts, run, ssh_each
+from helpers.sandbox_run import claim_hosts, on, release_hosts, run
+from helpers.sandbox_run import main_pids as pids_of
 from helpers.secured_sandbox import SANDBOX_CA, request
 from helpers.traffic import Traffic
 
@@ -129,21 +130,14 @@ def playbook(name, *args, check=True):
     return ansible_playbook(name, *args, inventory=INVENTORY, check=check)
 
 
-def main_pids_of(units):
-    """The MainPID (0: not running) of each host's unit in ``units`` ({host: unit}), read over SSH from
-    every host at once."""
-    out = ssh_each(INVENTORY, {host: "systemctl show -p MainPID --value %s" % unit for host, unit in units.items()})
-    return {host: int(done.stdout.strip()) for host, done in out.items()}
-
-
 def unit_pid(host, unit):
     """A unit's MainPID (0: not running)."""
-    return main_pids_of({host: unit})[host]
+    return pids_of({host: unit}, INVENTORY)[host]
 
 
 def main_pids():
     """Each engine's MainPID."""
-    return main_pids_of(ENGINES)
+    return pids_of(ENGINES, INVENTORY)
 
 
 def under_traffic(ha, name, *args, expect_failure=False):
@@ -370,8 +364,7 @@ def router_workers(ha):
 
 def exists(host, path):
     """Whether ``path`` exists on ``host``, read over SSH."""
-    probe = "if test -e %s; then echo yes; else echo no; fi" % shlex.quote(path)
-    return on(host, probe, inventory=INVENTORY).stdout.strip() == "yes"
+    return on(host, "test -e %s" % shlex.quote(path), check=False, inventory=INVENTORY).returncode == 0
 
 
 def without_decode2(tmp_path):

@@ -72,6 +72,7 @@ def _ssh_argv(inventory):
     written = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]
     common = written["vars"]
     argv = ["ssh", "-i", common["ansible_ssh_private_key_file"], "-o", "BatchMode=yes"]
+    argv += ["-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR"]
     # One connection per host kept for a minute, as Ansible keeps its own: the next probe reuses it.
     argv += ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "ControlPath=/tmp/k3-test-ssh-%C"]
     argv += shlex.split(common.get("ansible_ssh_common_args", ""))
@@ -113,3 +114,9 @@ def ssh_each(inventory, commands, check=True, timeout=120):
 def on(host, command, check=True, inventory=INVENTORY):
     """One shell command on one test host over ssh (ssh_each): its CompletedProcess."""
     return ssh_each(inventory, {host: command}, check=check)[host]
+
+
+def main_pids(units, inventory=INVENTORY):
+    """{host: MainPID (0: not running)} of each host's unit in ``units`` ({host: unit}), over ssh."""
+    out = ssh_each(inventory, {host: "systemctl show -p MainPID --value %s" % unit for host, unit in units.items()})
+    return {host: int(done.stdout.strip()) for host, done in out.items()}

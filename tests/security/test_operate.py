@@ -15,7 +15,7 @@ import time
 
 import pytest
 from helpers.ansible_run import ansible_playbook
-from helpers.sandbox_run import INVENTORY, adhoc, on, playbook, recap
+from helpers.sandbox_run import INVENTORY, adhoc, main_pids, on, playbook, recap
 from helpers.secured_sandbox import DEPLOYMENT, host_changes, request
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
@@ -204,7 +204,7 @@ def test_an_operation_without_the_keys_is_refused_before_it_changes_anything(dep
 
 
 def unit_pid(host, unit):
-    return int(on(host, "systemctl show -p MainPID --value %s" % unit).stdout.strip())
+    return main_pids({host: unit})[host]
 
 
 def test_teardown_without_confirmation_changes_nothing(deployed):
