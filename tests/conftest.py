@@ -21,13 +21,14 @@ SPEC_DIR = ROOT.parent / "shared" / "spec"
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner  # noqa: E402
 
-# The locked-down sandbox deployment, shared by the modules of tests/security (fixture ``deployed``);
-# the collection's built artifact and its dependencies (fixture ``artifact``, tests/collection).
+# The progress lines (first: the others import it); the locked-down sandbox deployment, shared by the
+# modules of tests/security (fixture ``deployed``); the collection's built artifact and its
+# dependencies (fixture ``artifact``, tests/collection).
 pytest_plugins = [
+    "helpers.progress",
     "helpers.secured_sandbox",
     "helpers.cluster_sandbox",
     "helpers.collection_artifact",
-    "helpers.progress",
 ]
 
 

@@ -11,7 +11,8 @@ process group of PID, then prints the running tests, the last lines of the progr
 run's commands as they were: the run fails saying what it was doing, instead of being cut off
 with nothing said. Exits 0 when PID ends first, 3 when it stopped the run. --summary prints
 the tests that took the most processor time (theirs and their children's), then those over which
-their suite took the most (its test hosts included), for speed work.
+their suite took the most (its test hosts included), then the commands the tests ran (Ansible's
+playbooks, the sandbox's tools) over which their suite took the most, for speed work.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def commands(pgid):
 
 def heaviest(lines, count=15, kind="cpu"):
     """(processor seconds, test) of the ``count`` tests that took the most, most first: ``kind`` cpu,
-    the test's own and its children's; suitecpu, its suite's over the test."""
+    the test's own and its children's; suitecpu, its suite's over the test; run, a command's."""
     found = []
     for line in lines:
         fields = line.split(" ", 3)
@@ -115,6 +116,11 @@ def main(argv):
             print("ci_watch: the tests over which their suite took the most (its test hosts included):")
             for seconds, nodeid in suite:
                 print("ci_watch: %7.1f s  %s" % (seconds, nodeid))
+        runs = heaviest(lines, 25, "run")
+        if runs:
+            print("ci_watch: the commands over which their suite took the most (wall time, test):")
+            for seconds, command in runs:
+                print("ci_watch: %7.1f s  %s" % (seconds, command))
         return 0
     pid, progress, budget = int(argv[1]), argv[2], float(argv[3])
     interval = float(argv[4]) if len(argv) > 4 else 600.0

@@ -9,6 +9,8 @@ import subprocess
 
 from conftest import ROOT, VENV_BIN, ansible_env
 
+from helpers.progress import timed
+
 
 def run(*cmd, check=True, env=None, timeout=1800, cwd=ROOT, inherit_env=True, terminal=False):
     """Run ``cmd`` in ``cwd`` with Ansible's environment plus ``env`` (``inherit_env=False``: with
@@ -17,16 +19,17 @@ def run(*cmd, check=True, env=None, timeout=1800, cwd=ROOT, inherit_env=True, te
     argv = [str(c) for c in cmd]
     if terminal:
         argv = ["script", "-qec", shlex.join(argv), "/dev/null"]
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        env={**ansible_env(), **(env or {})} if inherit_env else dict(env or {}),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL if terminal else None,
-    )
+    with timed(cmd):
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env={**ansible_env(), **(env or {})} if inherit_env else dict(env or {}),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL if terminal else None,
+        )
     if check and proc.returncode:
         raise AssertionError(
             "%s failed (%d):\n%s\n%s" % (shlex.join(argv), proc.returncode, proc.stdout[-6000:], proc.stderr[-3000:])

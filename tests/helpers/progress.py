@@ -7,7 +7,11 @@ the processor seconds a test took in the test process and the children it waited
 runs, the servers its fixtures stopped): what tools/ci_watch.py --summary ranks. Under make test's
 tools/suite_cpu.py a ``suitecpu`` line gives the suite's control group's processor seconds over the
 test: everything the suite ran meanwhile, its test hosts' services included (with pytest-xdist,
-the other worker's tests too).
+the other worker's tests too). A ``run`` line per command that tests/helpers/ansible_run.py runs
+(Ansible's playbooks, the sandbox's tools) gives the suite's processor seconds over it (its own
+and its children's where no suite counter exists), its wall time and the test it ran in: which of a
+test's playbook runs cost what. A command is named by its program, its playbook and its flags,
+never by the values it was given (an -e value may hold a key).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def _write(line):
 
 _started = {}
 _suite_started = {}
+_current = {"nodeid": ""}
 
 
 def suite_counter(cgroup="/proc/self/cgroup", root="/sys/fs/cgroup/cpuacct"):
@@ -65,7 +70,41 @@ def _cpu():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def command_label(argv):
+    """How a ``run`` line names ``argv``: the program's name, its first argument's (the playbook,
+    the script) unless that is an option, and the long options (``--check``, ``--tags``), not their
+    values."""
+    words = [Path(str(a)).name for a in argv[:1]]
+    if len(argv) > 1 and not str(argv[1]).startswith("-"):
+        words.append(Path(str(argv[1])).name)
+    words += [str(a) for a in argv[2:] if str(a).startswith("--") and "=" not in str(a)]
+    return " ".join(words)
+
+
+class timed:
+    """``with timed(argv):`` writes a ``run`` line for the command when the block ends."""
+
+    def __init__(self, argv):
+        self.argv = argv
+
+    def __enter__(self):
+        self.started = (time.monotonic(), _cpu(), _suite_cpu())
+        return self
+
+    def __exit__(self, *exc):
+        if _state.get("write"):
+            wall, cpu, suite = self.started
+            after = _suite_cpu()
+            spent = after - suite if after is not None and suite is not None else _cpu() - cpu
+            _write(
+                "run %.1f %s (%.0f s) in %s"
+                % (spent, command_label(self.argv), time.monotonic() - wall, _current["nodeid"] or "-")
+            )
+        return False
+
+
 def pytest_runtest_logstart(nodeid, location):
+    _current["nodeid"] = nodeid
     if _state["write"]:
         _started[nodeid] = _cpu()
         _suite_started[nodeid] = _suite_cpu()
