@@ -29,7 +29,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-tables test-lane-ha test-tables test-galaxy test-hosts test-hosts-suites test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-sandboxes test-lane-tables test-tables test-galaxy test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -164,28 +164,28 @@ sanity: venv
 #      alone (test-galaxy, below);
 #   2. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
 #      bridge k3sbN, 10.77.N.0/24), so that no suite waits for another's hosts:
-#      - test-hosts (network 0): the plan's Molecule scenario, the test hosts themselves, then one
-#        deployment (with API keys) shared by the fault and --limit tests, host preflight (a wrong
-#        NIC, a taken port, a blocked connection, a proxy variable), security (401 without a key,
-#        200 with one, no key in any argv, log, plan or file but the 0600 ones; closed admin
-#        endpoints), monitoring with the real Prometheus and the AWX job templates through
-#        ansible-runner;
-#      - test-lane-tables: test-tables, the table-driven suites (no test host): planner, golden,
-#        contract, playbook and artifact tests; then test-prereqs (network 2): the prerequisites
-#        (Molecule's nvidia scenario, the refusal and --check tests) on test hosts with packaged
-#        test doubles;
-#      then, after whichever of the two ends first, test-ha-suite (network 1): the day-two
-#      operations (restart, upgrades with their canary, rollback, remove and scale) on the HA
-#      sandbox under load, with no failed request. The HA sandbox deploys while the other lane's
-#      last tests run; its operations wait for that lane's end (K3_HA_AFTER: the files each lane
-#      writes when it ends), so that the load they are measured under is theirs.
-#   Not more lanes: on two cores every suite beside them slows the others down as much as it gains
-#   (measured: four lanes took longer, and the HA suite's waits ran out; docs/performance.md).
+#      - test-lane-sandboxes, the suites whose deployments serve under test: test-hosts (network 0:
+#        the plan's Molecule scenario, the test hosts themselves, then one deployment (with API
+#        keys) shared by the fault and --limit tests, host preflight (a wrong NIC, a taken port, a
+#        blocked connection, a proxy variable), security (401 without a key, 200 with one, no key in
+#        any argv, log, plan or file but the 0600 ones; closed admin endpoints), monitoring with the
+#        real Prometheus and the AWX job templates through ansible-runner), then test-ha-suite
+#        (network 1): the day-two operations (restart, upgrades with their canary, rollback, remove
+#        and scale) on the HA sandbox under load, with no failed request;
+#      - test-lane-tables, at a quarter of the weight (LOW_WEIGHT): test-tables, the table-driven
+#        suites (no test host): planner, golden, contract, playbook and artifact tests; then
+#        test-prereqs (network 2): the prerequisites (Molecule's nvidia scenario, the refusal and
+#        --check tests) on test hosts with packaged test doubles.
+#   The weight (tools/suite_cpu.py --cpu-shares) says who gets the cores when both lanes want more
+#   than the machine has: the deployments, whose health waits and canary gates have time limits and
+#   whose services cost processor time for every second they run, first; the table-driven tests
+#   take the rest (docs/performance.md). Not more lanes: on two cores every suite beside them slows
+#   the others down as much as it gains (measured: four lanes took longer, and the HA suite's waits
+#   ran out).
 # Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
 # time (its test hosts' included) is printed when it ends and kept in .cache/suite-cpu.log.
 SUITE := python3 tools/suite_cpu.py
-# A lane's end, passed or failed: .cache/<lane>.done (K3_HA_AFTER names them).
-LANE_DONE = mkdir -p .cache && date -u +%T >.cache/$@.done
+LOW_WEIGHT := --cpu-shares 256
 
 test:
 	@echo "make test: started at $$(date -u +%T)"
@@ -193,24 +193,18 @@ test:
 	$(SUITE) set-up $(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
 	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
 	$(MAKE) --no-print-directory test-galaxy
-	rm -f .cache/test-hosts.done .cache/test-lane-tables.done
-	K3_HA_AFTER=$(CURDIR)/.cache/test-hosts.done:$(CURDIR)/.cache/test-lane-tables.done \
-	  $(MAKE) --no-print-directory -j3 --output-sync=recurse test-hosts test-lane-tables test-lane-ha
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-lane-sandboxes test-lane-tables
 	@echo "make test: ended at $$(date -u +%T); processor time by suite:"
 	@cat .cache/suite-cpu.log
 
-# The second lane runs each suite even when one before it failed, so that one run shows every failure;
-# when it ends, .cache/test-lane-tables.done says so.
-test-lane-tables:
-	status=0; $(MAKE) --no-print-directory test-tables || status=$$?; \
-	  $(MAKE) --no-print-directory test-prereqs || status=$$?; \
-	  $(LANE_DONE); exit $$status
+# Each lane runs each suite even when one before it failed, so that one run shows every failure.
+test-lane-sandboxes:
+	status=0; $(MAKE) --no-print-directory test-hosts || status=$$?; \
+	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
 
-# The HA suite follows whichever lane ends first (it sleeps until then), and its operations wait for
-# the other (K3_HA_AFTER, tests/ha).
-test-lane-ha:
-	while [ ! -e .cache/test-hosts.done ] && [ ! -e .cache/test-lane-tables.done ]; do sleep 5; done
-	$(MAKE) --no-print-directory test-ha-suite
+test-lane-tables:
+	status=0; $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; \
+	  $(MAKE) --no-print-directory test-prereqs SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; exit $$status
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
 
@@ -250,7 +244,7 @@ test-data: venv-vllm
 test-tables:
 	@echo "$@: started at $$(date -u +%T)"
 	mkdir -p .cache
-	status=0; $(SUITE) tables $(BIN)/pytest -n auto --dist loadfile --no-loadscope-reorder tests/unit tests/golden \
+	status=0; $(SUITE) $(SUITE_WEIGHT) tables $(BIN)/pytest -n auto --dist loadfile --no-loadscope-reorder tests/unit tests/golden \
 	  tests/contract tests/integration tests/collection --ignore tests/collection/test_galaxy_import.py $(PYTEST_ARGS) \
 	  >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
@@ -264,12 +258,7 @@ test-galaxy:
 # The suites on the default sandbox's network, one host set at a time. Molecule's scenarios are in
 # extensions/molecule (their shared settings in its config.yml), found from the collection root;
 # its default scenario plans the sandbox with playbooks/plan.yml, on no host.
-# When they end, passed or failed, .cache/test-hosts.done says so (the HA suite's operations wait for it).
 test-hosts:
-	status=0; $(MAKE) --no-print-directory test-hosts-suites || status=$$?; \
-	  $(LANE_DONE); exit $$status
-
-test-hosts-suites:
 	@echo "test-hosts: started at $$(date -u +%T)"
 	$(SUITE) molecule-default $(BIN)/molecule test -s default
 	$(SUITE) sandbox $(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
@@ -279,8 +268,8 @@ test-hosts-suites:
 # The prerequisites roles on test hosts with packaged test doubles (network 10.77.2.0/24).
 test-prereqs:
 	@echo "$@: started at $$(date -u +%T)"
-	$(SUITE) molecule-nvidia $(BIN)/molecule test -s nvidia
-	$(SUITE) prerequisites $(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
+	$(SUITE) $(SUITE_WEIGHT) molecule-nvidia $(BIN)/molecule test -s nvidia
+	$(SUITE) $(SUITE_WEIGHT) prerequisites $(BIN)/pytest tests/prerequisites $(PYTEST_ARGS)
 
 # The day-two operations under load on the HA sandbox (its own host set, on network 10.77.1.0/24).
 test-ha-suite:

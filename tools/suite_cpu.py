@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run one suite of make test and say how much processor time it took, its test hosts included.
 
-    tools/suite_cpu.py NAME COMMAND [ARG...]
+    tools/suite_cpu.py [--cpu-shares N] NAME COMMAND [ARG...]
 
 The command runs in a cpuacct control group of its own (cgroup v1, /sys/fs/cgroup/cpuacct/k3-suites/
 NAME), which every process it starts inherits: its forks, its ssh, and the test hosts that
@@ -14,6 +14,14 @@ end it prints one line, and appends it to $K3_SUITE_CPU (default .cache/suite-cp
 
 Where the machine has no writable cpuacct hierarchy, the command runs as it is and the line says
 "CPU not measured". Exits with the command's status.
+
+--cpu-shares N also puts the suite in a cpu control group of its own (/sys/fs/cgroup/cpu/k3-suites/
+NAME) with that weight (cgroup v1 cpu.shares; a group without one weighs 1024): when suites want
+more than the cores, each gets the cores in proportion to its weight, whatever its number of
+processes. make test gives the table-driven suites a low weight, so that the suites with test hosts
+beside them (whose services' waits have timeouts, and whose deployments cost processor time for
+every second they run) take what they need and the table-driven tests take the rest. Where there
+is no writable cpu hierarchy the suite runs without a weight.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup/cpuacct")
+CPU_ROOT = Path("/sys/fs/cgroup/cpu")
 
 
 def make_group(name):
@@ -38,9 +47,22 @@ def make_group(name):
     return group
 
 
-def join(group):
-    """Move the calling process into ``group`` (run in the child, before exec)."""
-    (group / "tasks").write_text("%d\n" % os.getpid())
+def make_weighted_group(name, shares):
+    """The suite's cpu control group with ``shares`` as its weight, or None where there is none."""
+    group = CPU_ROOT / "k3-suites" / name
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cpu.shares").write_text("%d\n" % shares)
+    except OSError:
+        return None
+    return group
+
+
+def join(*groups):
+    """Move the calling process into each of ``groups`` (run in the child, before exec)."""
+    for group in groups:
+        if group:
+            (group / "tasks").write_text("%d\n" % os.getpid())
 
 
 def usage_seconds(group):
@@ -54,13 +76,18 @@ def line(name, wall, cpu, status):
 
 
 def main(argv):
-    if len(argv) < 3:
+    shares = None
+    if argv[1:2] == ["--cpu-shares"] and len(argv) > 2 and argv[2].isdigit():
+        shares, argv = int(argv[2]), argv[:1] + argv[3:]
+    if len(argv) < 3 or argv[1].startswith("-"):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     name, command = argv[1], argv[2:]
     group = make_group(name)
+    weighted = make_weighted_group(name, shares) if shares else None
     started = time.monotonic()
-    proc = subprocess.Popen(command, preexec_fn=(lambda: join(group)) if group else None)  # noqa: PLW1509
+    joins = (lambda: join(group, weighted)) if group or weighted else None  # the child's PID into its groups
+    proc = subprocess.Popen(command, preexec_fn=joins)  # noqa: PLW1509
     status = proc.wait()
     wall = time.monotonic() - started
     cpu = usage_seconds(group) if group else None
@@ -73,9 +100,9 @@ def main(argv):
             out.write(text + "\n")
     except OSError:
         pass
-    if group:
+    for made in {g for g in (group, weighted) if g}:  # one folder where cpu and cpuacct are mounted together
         try:
-            group.rmdir()  # fails while a process of the suite lives on (it is counted until then)
+            made.rmdir()  # fails while a process of the suite lives on (it is counted until then)
         except OSError:
             pass
     return status if status >= 0 else 128 - status

@@ -97,7 +97,6 @@ def ha(tmp_path_factory):
     load.start()
     try:
         playbook("site.yml", *args)
-        wait_for_the_other_lane()
         # extra: the variables the last upgrade ran with (what the engines run now).
         # key: a client's, through the front door; admin: the router's (management, behind the door).
         yield {
@@ -111,19 +110,6 @@ def ha(tmp_path_factory):
         code = load.stop()
         release_hosts("ha")
     assert code == 0, (load.result_dir / "rounds.log").read_text()[-3000:]
-
-
-def wait_for_the_other_lane(timeout=3600):
-    """Under make test, the operations wait for the suites of the other lane to end (the files named by
-    K3_HA_AFTER, separated by ':', which each lane writes when it ends): the HA sandbox deploys beside
-    them, the operations and their gates run with the cores to themselves. Past ``timeout`` they run
-    anyway."""
-    files = [f for f in os.environ.get("K3_HA_AFTER", "").split(":") if f]
-    started = time.monotonic()
-    while not all(os.path.exists(f) for f in files) and time.monotonic() - started < timeout:
-        time.sleep(5)
-    if files:
-        print("waited %.0f s for the other lane's suites to end" % (time.monotonic() - started))
 
 
 def playbook(name, *args, check=True):

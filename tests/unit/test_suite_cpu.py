@@ -50,3 +50,29 @@ def test_without_a_control_group_the_command_runs_and_the_line_says_so(tmp_path,
     assert suite_cpu.main(["suite_cpu.py", "plain", "sh", "-c", "exit 5"]) == 5
     (line,) = (tmp_path / "log").read_text().splitlines()
     assert line.startswith("suite plain: ") and line.endswith("CPU not measured, exit 5")
+
+
+@pytest.mark.skipif(
+    not (os.access(suite_cpu.ROOT, os.W_OK) and os.access(suite_cpu.CPU_ROOT, os.W_OK)),
+    reason="no writable cpuacct and cpu hierarchies (root on cgroup v1)",
+)
+def test_a_suite_with_a_low_weight_takes_what_the_others_leave(tmp_path):
+    """Two suites spinning on the same core for three seconds: the one weighted 1024 gets most of it,
+    the one weighted 64 what is left (at equal weights each would get half)."""
+    log = tmp_path / "suite-cpu.log"
+    spin = ["taskset", "-c", "0", "timeout", "3", "sh", "-c", "while :; do :; done"]
+    env = dict(os.environ, K3_SUITE_CPU=str(log))
+    names = {1024: "unit-heavy-%d" % os.getpid(), 64: "unit-light-%d" % os.getpid()}
+    procs = [
+        subprocess.Popen([*TOOL, "--cpu-shares", str(shares), name, *spin], env=env, stdout=subprocess.DEVNULL)
+        for shares, name in names.items()
+    ]
+    assert [p.wait(timeout=60) for p in procs] == [124, 124]  # timeout's status: both spun until stopped
+    cpu = {
+        line.split(":")[0].split()[1]: float(line.split(" wall, ")[1].split(" CPU-s")[0])
+        for line in log.read_text().splitlines()
+    }
+    heavy, light = cpu[names[1024]], cpu[names[64]]
+    assert heavy >= 1.0 and light <= heavy / 4, cpu
+    groups = [root / "k3-suites" / n for root in (suite_cpu.ROOT, suite_cpu.CPU_ROOT) for n in names.values()]
+    assert not any(group.exists() for group in groups), groups
