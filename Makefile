@@ -160,39 +160,38 @@ sanity: venv
 # Everything, in two steps, each as wide as the machine allows (make -O prints a step's output
 # whole, when it ends, with the time it started):
 #   1. set-up and static checks side by side: the venvs, the controller's packages (one apt at a
-#      time), the tiny model and the test hosts' packages; lint and sanity; then galaxy-importer
-#      alone (test-galaxy, below);
+#      time), the tiny model and the test hosts' packages; lint and sanity;
 #   2. two lanes side by side, each suite with test hosts on a network of its own (tools/sandbox.sh:
 #      bridge k3sbN, 10.77.N.0/24), so that no suite waits for another's hosts:
-#      - test-lane-sandboxes, the suites whose deployments serve under test: test-hosts (network 0:
-#        the plan's Molecule scenario, the test hosts themselves, then one deployment (with API
-#        keys) shared by the fault and --limit tests, host preflight (a wrong NIC, a taken port, a
-#        blocked connection, a proxy variable), security (401 without a key, 200 with one, no key in
-#        any argv, log, plan or file but the 0600 ones; closed admin endpoints), monitoring with the
+#      - test-lane-sandboxes, the suites whose deployments serve under test, one after the other:
+#        test-hosts (network 0: the test hosts themselves, then one deployment (with API keys)
+#        shared by the fault and --limit tests, host preflight (a wrong NIC, a taken port, a blocked
+#        connection, a proxy variable), security (401 without a key, 200 with one, no key in any
+#        argv, log, plan or file but the 0600 ones; closed admin endpoints), monitoring with the
 #        real Prometheus and the AWX job templates through ansible-runner), then test-ha-suite
 #        (network 1): the day-two operations (restart, upgrades with their canary, rollback, remove
 #        and scale) on the HA sandbox under load, with no failed request;
-#      - test-lane-tables, at a quarter of the weight (LOW_WEIGHT): test-tables, the table-driven
-#        suites (no test host): planner, golden, contract, playbook and artifact tests; then
-#        test-prereqs (network 2): the prerequisites (Molecule's nvidia scenario, the refusal and
-#        --check tests) on test hosts with packaged test doubles.
-#   The weight (tools/suite_cpu.py --cpu-shares) says who gets the cores when both lanes want more
-#   than the machine has: the deployments, whose health waits and canary gates have time limits and
-#   whose services cost processor time for every second they run, first; the table-driven tests
-#   take the rest (docs/performance.md). Not more lanes: on two cores every suite beside them slows
-#   the others down as much as it gains (measured: four lanes took longer, and the HA suite's waits
-#   ran out).
+#      - test-lane-tables: test-galaxy (galaxy-importer, below), then at a small weight
+#        (LOW_WEIGHT) the plan's Molecule scenario (no host), test-tables, the table-driven suites
+#        (no test host): planner, golden, contract, playbook and artifact tests, and test-prereqs
+#        (network 2): the prerequisites (Molecule's nvidia scenario, the refusal and --check tests)
+#        on test hosts with packaged test doubles.
+#   The weight (tools/suite_cpu.py --cpu-shares) gives the sandboxes' suites the cores whenever they
+#   want them: their health waits, heal times and canary gates are timed, their services cost
+#   processor time for every second they run, and two deployments under test at once, or one beside
+#   suites of the same weight, slowed each other by a quarter to a half (docs/performance.md). The
+#   table-driven suites and the prerequisites take what the sandboxes leave (6 % of a core they
+#   both want, so that their own waits still move).
 # Each suite of make test runs under tools/suite_cpu.py: a control group of its own, whose processor
 # time (its test hosts' included) is printed when it ends and kept in .cache/suite-cpu.log.
 SUITE := python3 tools/suite_cpu.py
-LOW_WEIGHT := --cpu-shares 256
+LOW_WEIGHT := --cpu-shares 64
 
 test:
 	@echo "make test: started at $$(date -u +%T)"
 	mkdir -p .cache && : >.cache/suite-cpu.log
 	$(SUITE) set-up $(MAKE) --no-print-directory -j$(SETUP_JOBS) -O test-setup lint sanity
 	@echo "make test: set-up and static checks ended at $$(date -u +%T)"
-	$(MAKE) --no-print-directory test-galaxy
 	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-lane-sandboxes test-lane-tables
 	@echo "make test: ended at $$(date -u +%T); processor time by suite:"
 	@cat .cache/suite-cpu.log
@@ -203,7 +202,9 @@ test-lane-sandboxes:
 	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
 
 test-lane-tables:
-	status=0; $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; \
+	status=0; $(MAKE) --no-print-directory test-galaxy || status=$$?; \
+	  $(SUITE) $(LOW_WEIGHT) molecule-default $(BIN)/molecule test -s default || status=$$?; \
+	  $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; \
 	  $(MAKE) --no-print-directory test-prereqs SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; exit $$status
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
@@ -248,19 +249,19 @@ test-tables:
 	  tests/contract tests/integration tests/collection --ignore tests/collection/test_galaxy_import.py $(PYTEST_ARGS) \
 	  >.cache/test-tables.log 2>&1 || status=$$?; cat .cache/test-tables.log; exit $$status
 
-# galaxy-importer on the built artifact, alone on the machine: it gives its ansible-lint a fixed
-# 180 s, which the collection's lint (about a minute here when idle) overran while the two lanes
-# below shared the cores (measured 2026-12-05). Galaxy runs it on a machine of its own.
+# galaxy-importer on the built artifact, at full weight: it gives its ansible-lint a fixed 180 s,
+# which the collection's lint (about a minute here when idle) overran while two lanes at its weight
+# shared the cores beside it (measured 2026-12-05); beside test-hosts' first tests alone it has a
+# core. Galaxy runs it on a machine of its own.
 test-galaxy:
 	@echo "$@: started at $$(date -u +%T)"
 	$(SUITE) galaxy $(BIN)/pytest tests/collection/test_galaxy_import.py $(PYTEST_ARGS)
 
-# The suites on the default sandbox's network, one host set at a time. Molecule's scenarios are in
-# extensions/molecule (their shared settings in its config.yml), found from the collection root;
-# its default scenario plans the sandbox with playbooks/plan.yml, on no host.
+# The suites on the default sandbox's network, one host set at a time. (Molecule's scenarios are in
+# extensions/molecule, their shared settings in its config.yml, found from the collection root; its
+# default scenario plans the sandbox with playbooks/plan.yml, on no host: test-lane-tables runs it.)
 test-hosts:
 	@echo "test-hosts: started at $$(date -u +%T)"
-	$(SUITE) molecule-default $(BIN)/molecule test -s default
 	$(SUITE) sandbox $(BIN)/pytest tests/sandbox $(PYTEST_ARGS)
 	# One host set and one deployment (with API keys) for both: tests/helpers/cluster_sandbox.py.
 	$(SUITE) cluster+security $(BIN)/pytest tests/cluster tests/security $(PYTEST_ARGS)

@@ -15,13 +15,14 @@ end it prints one line, and appends it to $K3_SUITE_CPU (default .cache/suite-cp
 Where the machine has no writable cpuacct hierarchy, the command runs as it is and the line says
 "CPU not measured". Exits with the command's status.
 
---cpu-shares N also puts the suite in a cpu control group of its own (/sys/fs/cgroup/cpu/k3-suites/
-NAME) with that weight (cgroup v1 cpu.shares; a group without one weighs 1024): when suites want
-more than the cores, each gets the cores in proportion to its weight, whatever its number of
-processes. make test gives the table-driven suites a low weight, so that the suites with test hosts
-beside them (whose services' waits have timeouts, and whose deployments cost processor time for
-every second they run) take what they need and the table-driven tests take the rest. Where there
-is no writable cpu hierarchy the suite runs without a weight.
+--cpu-shares N also puts the suite in a cpu control group of its own, right under the root
+(/sys/fs/cgroup/cpu/k3-suite-NAME: a weight counts only against its siblings, and the other
+suites' processes are in the root group), with that weight (cgroup v1 cpu.shares; a process
+outside any group weighs 1024, as a group without a weight does): on a core that both want, the
+suite gets N/(N+1024) of it. make test gives the table-driven suites a low weight, so that the
+suites with test hosts beside them (whose services' waits are timed, and whose deployments cost
+processor time for every second they run) take what they need and the table-driven tests take the
+rest. Where there is no writable cpu hierarchy the suite runs without a weight.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def make_group(name):
 
 def make_weighted_group(name, shares):
     """The suite's cpu control group with ``shares`` as its weight, or None where there is none."""
-    group = CPU_ROOT / "k3-suites" / name
+    group = CPU_ROOT / ("k3-suite-" + name)
     try:
         group.mkdir(parents=True, exist_ok=True)
         (group / "cpu.shares").write_text("%d\n" % shares)

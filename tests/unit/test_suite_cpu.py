@@ -57,22 +57,23 @@ def test_without_a_control_group_the_command_runs_and_the_line_says_so(tmp_path,
     reason="no writable cpuacct and cpu hierarchies (root on cgroup v1)",
 )
 def test_a_suite_with_a_low_weight_takes_what_the_others_leave(tmp_path):
-    """Two suites spinning on the same core for three seconds: the one weighted 1024 gets most of it,
-    the one weighted 64 what is left (at equal weights each would get half)."""
+    """A suite without a weight (its processes in the root group, as make test's sandbox suites) and
+    one weighted 64 spin on the same core for three seconds: the first gets nearly all of it (at
+    equal weights each would get half)."""
     log = tmp_path / "suite-cpu.log"
     spin = ["taskset", "-c", "0", "timeout", "3", "sh", "-c", "while :; do :; done"]
     env = dict(os.environ, K3_SUITE_CPU=str(log))
-    names = {1024: "unit-heavy-%d" % os.getpid(), 64: "unit-light-%d" % os.getpid()}
+    heavy_name, light_name = "unit-heavy-%d" % os.getpid(), "unit-light-%d" % os.getpid()
     procs = [
-        subprocess.Popen([*TOOL, "--cpu-shares", str(shares), name, *spin], env=env, stdout=subprocess.DEVNULL)
-        for shares, name in names.items()
+        subprocess.Popen([*TOOL, heavy_name, *spin], env=env, stdout=subprocess.DEVNULL),
+        subprocess.Popen([*TOOL, "--cpu-shares", "64", light_name, *spin], env=env, stdout=subprocess.DEVNULL),
     ]
     assert [p.wait(timeout=60) for p in procs] == [124, 124]  # timeout's status: both spun until stopped
     cpu = {
         line.split(":")[0].split()[1]: float(line.split(" wall, ")[1].split(" CPU-s")[0])
         for line in log.read_text().splitlines()
     }
-    heavy, light = cpu[names[1024]], cpu[names[64]]
-    assert heavy >= 1.0 and light <= heavy / 4, cpu
-    groups = [root / "k3-suites" / n for root in (suite_cpu.ROOT, suite_cpu.CPU_ROOT) for n in names.values()]
+    assert cpu[heavy_name] >= 2.0 and cpu[light_name] <= cpu[heavy_name] / 4, cpu
+    groups = [suite_cpu.ROOT / "k3-suites" / n for n in (heavy_name, light_name)]
+    groups.append(suite_cpu.CPU_ROOT / ("k3-suite-" + light_name))
     assert not any(group.exists() for group in groups), groups
