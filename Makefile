@@ -172,10 +172,10 @@ sanity: venv
 #        (network 1): the day-two operations (restart, upgrades with their canary, rollback, remove
 #        and scale) on the HA sandbox under load, with no failed request;
 #      - test-lane-tables: test-galaxy (galaxy-importer, below), then at a small weight
-#        (LOW_WEIGHT) the plan's Molecule scenario (no host), test-tables, the table-driven suites
-#        (no test host): planner, golden, contract, playbook and artifact tests, and test-prereqs
-#        (network 2): the prerequisites (Molecule's nvidia scenario, the refusal and --check tests)
-#        on test hosts with packaged test doubles.
+#        (LOW_WEIGHT) test-prereqs (network 2): the prerequisites (Molecule's nvidia scenario, the
+#        refusal and --check tests) on test hosts with packaged test doubles, the plan's Molecule
+#        scenario (no host), and test-tables, the table-driven suites (no test host): planner,
+#        golden, contract, playbook and artifact tests.
 #   The weight (tools/suite_cpu.py --cpu-shares) gives the sandboxes' suites the cores whenever they
 #   want them: their health waits, heal times and canary gates are timed, their services cost
 #   processor time for every second they run, and two deployments under test at once, or one beside
@@ -201,11 +201,13 @@ test-lane-sandboxes:
 	status=0; $(MAKE) --no-print-directory test-hosts || status=$$?; \
 	  $(MAKE) --no-print-directory test-ha-suite || status=$$?; exit $$status
 
+# The prerequisites before the table-driven suites: whatever of the lane is left when the sandboxes'
+# lane ends then runs on both cores (the table-driven suites' two workers), not on one.
 test-lane-tables:
 	status=0; $(MAKE) --no-print-directory test-galaxy || status=$$?; \
+	  $(MAKE) --no-print-directory test-prereqs SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; \
 	  $(SUITE) $(LOW_WEIGHT) molecule-default $(BIN)/molecule test -s default || status=$$?; \
-	  $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; \
-	  $(MAKE) --no-print-directory test-prereqs SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; exit $$status
+	  $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; exit $$status
 
 test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
 

@@ -10,7 +10,7 @@ test: everything the suite ran meanwhile, its test hosts' services included (wit
 the other worker's tests too). A ``run`` line per command that tests/helpers/ansible_run.py runs
 (Ansible's playbooks, the sandbox's tools) gives the suite's processor seconds over it (its own
 and its children's where no suite counter exists), its wall time and the test it ran in: which of a
-test's playbook runs cost what. A command is named by its program, its playbook and its flags,
+test's playbook runs cost what. A command is named by its program, its playbook and its long options,
 never by the values it was given (an -e value may hold a key).
 """
 
