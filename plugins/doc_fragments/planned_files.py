@@ -69,4 +69,9 @@ options:
             content's temporary path), e.g. C(/usr/sbin/nft -c -f %s). A refusal fails the module and
             leaves the file as it was. In check mode, a command that is not installed yet (its package
             comes in the same run) is not run.
-        type: str"""
+        type: str
+  secrets:
+    description: The key values the files hold; each is masked wherever it would show in the module's output.
+    type: list
+    elements: str
+    default: []"""

@@ -3,7 +3,8 @@
 """A host's planned files, applied: each compared with what is on the host (content, mode, owner root,
 group), written only where it differs, atomically, after an optional check of its new content.
 
-Used by the service_units module. Its folders are made as ``mkdir -p`` does.
+Used by the service_units module (which writes them) and the service_status module (which only compares
+them). Its folders are made as ``mkdir -p`` does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ FILE_OPTIONS = {
     "change": {"type": "str", "choices": ["restart", "reload", "none"], "default": "restart"},
     "secret": {"type": "bool", "default": False},
     "validate": {"type": "str"},
+}
+# The two options of a module that takes a host's planned files (doc fragment kimi_k3.serving.planned_files):
+# the files, and the key values they hold, masked in the module's output.
+PLANNED_FILES_ARGS = {
+    "files": {"type": "list", "elements": "dict", "default": [], "options": FILE_OPTIONS},
+    "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
 }
 
 

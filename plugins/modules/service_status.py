@@ -67,11 +67,6 @@ options:
     description: Where the host keeps each release's files (M(kimi_k3.serving.service_units)).
     type: path
     default: /var/lib/kimi-k3/releases
-  secrets:
-    description: The key values the files hold; each is masked wherever it would show in the module's output.
-    type: list
-    elements: str
-    default: []
 extends_documentation_fragment:
   - kimi_k3.serving.attributes.read_only
   - kimi_k3.serving.planned_files
@@ -155,7 +150,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import FILE_OPTIONS, apply_files
+from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import PLANNED_FILES_ARGS, apply_files
 from ansible_collections.kimi_k3.serving.plugins.module_utils.releases import Releases
 from ansible_collections.kimi_k3.serving.plugins.module_utils.service_probe import (
     argv_runs,
@@ -258,8 +253,7 @@ def main():
             "ignore_units": {"type": "list", "elements": "str", "default": ["k3-firewall"]},
             "docker": {"type": "path", "default": "/usr/bin/docker"},
             "releases_dir": {"type": "path", "default": "/var/lib/kimi-k3/releases"},
-            "files": {"type": "list", "elements": "dict", "default": [], "options": FILE_OPTIONS},
-            "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
+            **PLANNED_FILES_ARGS,
         },
         supports_check_mode=True,
     )

@@ -97,12 +97,6 @@ options:
     type: list
     elements: str
     default: []
-  secrets:
-    description:
-      - The key values the files hold; each is masked wherever it would show in the module's output.
-    type: list
-    elements: str
-    default: []
   requires:
     description:
       - Paths that must exist on the host before anything is written (the program the units run, for a
@@ -322,7 +316,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.compile_caches import CACHE_OPTIONS, apply_caches
 from ansible_collections.kimi_k3.serving.plugins.module_utils.planned_files import (
-    FILE_OPTIONS,
+    PLANNED_FILES_ARGS,
     apply_files,
     ensure_directory,
     validator,
@@ -355,12 +349,11 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "directories": _dicts(path={"type": "path", "required": True}, mode={"type": "str", "default": "0755"}),
-            "files": _dicts(**FILE_OPTIONS),
+            **PLANNED_FILES_ARGS,
             "start": _dicts(**START_OPTIONS),
             "phases": {"type": "list", "elements": "str", "choices": PHASES, "default": PHASES},
             "restart": {"type": "list", "elements": "str", "default": []},
             "caches": _dicts(**CACHE_OPTIONS),
-            "secrets": {"type": "list", "elements": "str", "default": [], "no_log": True},
             "requires": _dicts(path={"type": "path", "required": True}, msg={"type": "str", "required": True}),
             "programs": {"type": "list", "elements": "path", "default": []},
             "install": _dicts(
