@@ -230,13 +230,12 @@ test-data: venv-vllm
 	tools/fetch_debs.sh $(TEST_DEBS) $(TEST_DEB_PACKAGES)
 	# The node exporter's program, unpacked from the distribution's package once and shared into the
 	# sandbox's hosts read-only (as the venvs are): installed on each host, its package would add a
-	# system user that the teardown test finds left behind.
-	rm -rf $(SANDBOX_NODE_EXPORTER) && mkdir -p $(SANDBOX_NODE_EXPORTER) && \
-	  dpkg-deb -x $(TEST_DEBS)/pool/prometheus-node-exporter_*.deb $(SANDBOX_NODE_EXPORTER)
+	# system user that the teardown test finds left behind. Unpacked in place, and only when the
+	# package changed: the running hosts mount the folder itself (a second make sandbox).
+	tools/unpack_debs.sh $(SANDBOX_NODE_EXPORTER) $(TEST_DEBS)/pool prometheus-node-exporter
 	# iperf3 for the fabric check (playbooks/fabric.yml), unpacked the same way with its two libraries:
 	# its package would add a system user.
-	rm -rf $(SANDBOX_IPERF3) && mkdir -p $(SANDBOX_IPERF3) && \
-	  for p in iperf3 libiperf0 libsctp1; do dpkg-deb -x $(TEST_DEBS)/pool/$${p}_*.deb $(SANDBOX_IPERF3); done
+	tools/unpack_debs.sh $(SANDBOX_IPERF3) $(TEST_DEBS)/pool iperf3 libiperf0 libsctp1
 
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker), in the order

@@ -77,6 +77,9 @@ RO_BINDS+=("$TLS_DIR")
 # make test-data) and the accelerator exporter's stand-in (a TEST DOUBLE: no GPU or NPU here) with
 # the recorded real page it serves.
 RO_BINDS+=("$SANDBOX_CACHE/node-exporter" "$REPO/tests/doubles" "$REPO/tests/unit/fixtures/exporters")
+# The fabric check's vendor tools (TEST DOUBLES: no GPU, NPU or RDMA device here) print the recorded
+# real outputs in this folder (tests/doubles/fabric_tools.py).
+RO_BINDS+=("$REPO/tests/unit/fixtures/fabric")
 # iperf3 for the fabric check (playbooks/fabric.yml), unpacked with its libraries by make test-data:
 # its package would add a system user to every host.
 RO_BINDS+=("$SANDBOX_CACHE/iperf3")

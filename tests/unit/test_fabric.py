@@ -14,7 +14,14 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils import fabric_iper
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _fabric as fabric
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fabric"
-SETTINGS = {"fabric_port": 5201, "fabric_tcp_seconds": 3, "fabric_tcp_streams": 4, "fabric_tcp_min_gbps": 5}
+SETTINGS = {
+    "fabric_port": 5201,
+    "fabric_tcp_seconds": 3,
+    "fabric_tcp_streams": 4,
+    "fabric_tcp_min_gbps": 5,
+    # The TCP floor alone here (tests/unit/test_fabric_tools.py: the vendor tools).
+    "fabric_vendor_tools": False,
+}
 
 
 def names(plan, hosts=None):

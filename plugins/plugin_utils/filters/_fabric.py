@@ -9,15 +9,17 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import 
 
 
 @filter_errors
-def fabric_plan(plan, settings, hosts=None):
-    return fabric.prepare(needs_plan(plan, "fabric_plan"), dict(settings), None if hosts is None else list(hosts))
+def fabric_plan(plan, settings, hosts=None, addresses=None):
+    return fabric.prepare(
+        needs_plan(plan, "fabric_plan"), dict(settings), None if hosts is None else list(hosts), addresses
+    )
 
 
 @filter_errors
-def fabric_report(prepared, measurements):
+def fabric_report(prepared, measurements, tool_results=None):
     if not isinstance(prepared, dict) or "pairs" not in prepared:
         raise ValueError("fabric_report needs what fabric_plan prepared")
-    return fabric.report(prepared, list(measurements or []))
+    return fabric.report(prepared, list(measurements or []), list(tool_results or []))
 
 
 class Filters:

@@ -25,6 +25,7 @@ import math
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.fabric_iperf import client_argv
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import KV_PORTS, connections
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _fabric_judge, _fabric_tools
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._rolling import replica_groups
 
 
@@ -133,13 +134,16 @@ def _positive(settings, name, kind=float):
     return kind(number)
 
 
-def prepare(plan, settings, hosts=None):
-    """What the check runs: ``{pairs, rounds, hosts, servers, settings, lines}``.
+def prepare(plan, settings, hosts=None, addresses=None):
+    """What the check runs: ``{pairs, rounds, hosts, servers, settings, tools, lines}``.
 
     ``rounds`` is one mapping per round, client host -> what it measures (the pair's name, the
     server's address, the port, whether reversed), the shape a host task reads with its own name.
     ``settings``: fabric_port, fabric_tcp_seconds, fabric_tcp_streams, fabric_tcp_min_gbps, and
-    fabric_iperf3 (the program, for the commands shown). ``lines`` says it all for the operator.
+    fabric_iperf3 (the program, for the commands shown), and the vendor tools' settings
+    (:func:`._fabric_tools.tool_settings`; fabric_vendor_tools false leaves them out). ``tools``:
+    what the vendor tools check (:func:`._fabric_tools.checks`, ``addresses`` the Ascend NPUs').
+    ``lines`` says it all for the operator.
     """
     checked = {
         "port": _positive(settings, "fabric_port", int),
@@ -173,6 +177,12 @@ def prepare(plan, settings, hosts=None):
         }
         for batch in batches
     ]
+    tools = {"platform": None, "checks": [], "steps": [], "address_runs": {}, "lines": []}
+    if str(settings.get("fabric_vendor_tools", True)).lower() not in ("false", "0", "no", "off", ""):
+        try:
+            tools = _fabric_tools.checks(plan, settings, found, hosts, addresses)
+        except _fabric_tools.FabricToolsError as exc:
+            raise FabricError(str(exc)) from None
     return {
         "pairs": found,
         "rounds": scheduled,
@@ -180,7 +190,8 @@ def prepare(plan, settings, hosts=None):
         "hosts": list(dict.fromkeys(h for p in found for h in (p["client"], p["server"]))),
         "servers": sorted({p["server"] for p in found}),
         "settings": checked,
-        "lines": lines,
+        "tools": tools,
+        "lines": lines + tools["lines"],
     }
 
 
@@ -191,11 +202,14 @@ def _result_of(measurements, pair):
     return None
 
 
-def report(prepared, measurements):
-    """Each pair's figure against the threshold: ``{results, problems, lines}``.
+def report(prepared, measurements, tool_results=None):
+    """Each pair's figure against the threshold, and each vendor tool's check:
+    ``{results, tools, problems, lines}``.
 
     ``measurements``: what the hosts measured (fabric_tcp's results, each with its ``pair``). A pair
     without a result, or whose measurement failed, is a problem as much as one below the threshold.
+    ``tool_results``: fabric_tool's results (each with its ``name``), judged by
+    :func:`._fabric_judge.report`.
     """
     minimum = prepared["settings"]["min_gbps"]
     results, problems = [], []
@@ -236,4 +250,13 @@ def report(prepared, measurements):
         for r in results
     ]
     header = "%-40s %10s %8s  %s" % ("PAIR", "GBIT/S", "RESULT", "WHY")
-    return {"results": results, "problems": problems, "lines": [header, *lines] if results else []}
+    by_name = {r["name"]: r for r in tool_results or [] if isinstance(r, dict) and r.get("name")}
+    tools = _fabric_judge.report(prepared.get("tools") or {}, by_name)
+    table = [header, *lines] if results else []
+    return {
+        "results": results,
+        "tools": tools["rows"],
+        "outputs": _fabric_judge.outputs(tool_results),
+        "problems": problems + tools["problems"],
+        "lines": table + ([""] if table and tools["lines"] else []) + tools["lines"],
+    }
