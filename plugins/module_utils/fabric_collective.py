@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.fabric_text import first_match, to_float, to_int
+
 MAX_ERRORS = 10
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
@@ -86,11 +88,11 @@ def parse_collective(text: str | None) -> dict:
         "ranks": max(ranks) + 1 if ranks else 0,
         "hosts": sorted(set(ranks.values())),
         "rows": rows,
-        "avg_busbw": _to_float(_first(_AVG, lines, "avg")),
-        "out_of_bounds": _to_int(_first(_BOUNDS, lines, "count")),
+        "avg_busbw": to_float(_first(_AVG, lines, "avg")),
+        "out_of_bounds": to_int(_first(_BOUNDS, lines, "count")),
         "errors": _errors(lines),
     }
-    cause = _cause(found, cut, _first_match(_FAILURE, lines))
+    cause = _cause(found, cut, first_match(_FAILURE, lines))
     found.update(failed=cause is not None, cause=cause)
     return found
 
@@ -105,27 +107,10 @@ def row_at(rows: list[dict], size: int) -> dict | None:
     return [r for r in below if r["size"] == largest][-1]
 
 
-def _first_match(pattern, lines):
-    """The match of ``pattern`` in the first line it is found in, or None."""
-    for line in lines:
-        match = pattern.search(line)
-        if match:
-            return match
-    return None
-
-
 def _first(pattern, lines, group):
     """The ``group`` of the first line ``pattern`` matches, or None."""
-    match = _first_match(pattern, lines)
+    match = first_match(pattern, lines)
     return match.group(group) if match else None
-
-
-def _to_float(value):
-    return None if value is None else float(value)
-
-
-def _to_int(value):
-    return None if value is None else int(value)
 
 
 def _ranks(lines):
@@ -157,7 +142,7 @@ def _row(match):
         "count": int(match.group("count")),
         "type": match.group("type"),
         "redop": match.group("redop"),
-        "root": _to_int(match.group("root")),
+        "root": to_int(match.group("root")),
         "wrong": _wrong(match.group("wrong")),
         "ip_wrong": _wrong(match.group("ip_wrong")),
     }
@@ -278,9 +263,9 @@ def _hccl_errors(lines):
 
 def _hccl_cause(lines, rows, errors):
     """One sentence on why the run failed, or None when it passed."""
-    retcode = _first_match(_HCCL_RETCODE, lines)
+    retcode = first_match(_HCCL_RETCODE, lines)
     if retcode:
-        step = _first_match(_HCCL_STEP, lines)
+        step = first_match(_HCCL_STEP, lines)
         where = " in %s" % step.group("step") if step else ""
         return "hccl_test failed%s: an %s call returned retcode %s (%s)" % (
             where,
@@ -291,7 +276,7 @@ def _hccl_cause(lines, rows, errors):
     bad = [r for r in rows if r["check"] not in ("success", "NULL")]
     if bad:
         return "check_result %s at %d B" % (bad[0]["check"], bad[0]["size"])
-    rank = _first_match(_HCCL_RANK_FAILED, lines)
+    rank = first_match(_HCCL_RANK_FAILED, lines)
     if rank:
         return "check_result failed at %s B on rank %s" % (rank.group("size"), rank.group("rank"))
     if errors:

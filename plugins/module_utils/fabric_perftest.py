@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.fabric_text import first_match, to_int
+
 MAX_ERRORS = 10
 
 # perftest's MB is 2**20 bytes (format_factor 0x100000), its Gb is 10**9 bits (125000000 bytes).
@@ -95,7 +97,7 @@ def parse_perftest(text: str | None) -> dict:
     error line or when there is no result row.
     """
     lines = (text or "").splitlines()
-    title = _first_match(_TITLE, lines)
+    title = first_match(_TITLE, lines)
     rows = _rows(lines)
     kind = _kind(title, rows)
     errors = _errors(lines)
@@ -105,22 +107,13 @@ def parse_perftest(text: str | None) -> dict:
         "kind": kind,
         "device": _value(_DEVICE, lines),
         "link_type": _value(_LINK_TYPE, lines),
-        "qps": _to_int(_value(_QPS, lines)),
+        "qps": to_int(_value(_QPS, lines)),
         "bidirectional": bool(title and "Bidirectional" in title.group("middle")),
         "rows": rows,
         "errors": errors,
         "failed": cause is not None,
         "cause": cause,
     }
-
-
-def _first_match(pattern, lines):
-    """The match of ``pattern`` in the first line it is found in, or None."""
-    for line in lines:
-        match = pattern.search(line)
-        if match:
-            return match
-    return None
 
 
 def _kind(title, rows):
@@ -133,12 +126,8 @@ def _kind(title, rows):
 
 
 def _value(pattern, lines):
-    match = _first_match(pattern, lines)
+    match = first_match(pattern, lines)
     return match.group("value") if match else None
-
-
-def _to_int(value):
-    return None if value is None else int(value)
 
 
 def _rows(lines):

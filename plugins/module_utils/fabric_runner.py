@@ -2,10 +2,11 @@
 # Apache License 2.0
 """Running the fabric check's vendor tools on a host: side by side, bounded in time, parsed.
 
-``run_all`` runs commands at once, each to its end or the timeout, and hands each output to its
-parser (module_utils fabric_collective, fabric_perftest, fabric_hccn). ``serve_all`` starts commands
-in the background (perftest's servers, which end after their one client), their output and process
-IDs in a folder; ``stop_all`` ends them and removes the folder.
+``run_all`` runs commands at once (through the module's ``run_command``), each to its end or the
+timeout, and hands each output to its parser (module_utils fabric_collective, fabric_perftest,
+fabric_hccn). ``serve_all`` starts commands in the background (perftest's servers, which end after
+their one client), their output and process IDs in a folder; ``stop_all`` ends them and removes
+the folder.
 """
 
 from __future__ import annotations
@@ -58,38 +59,39 @@ def _parsed_failure(parsed):
     return "; ".join(causes) or None
 
 
-def run_one(run, timeout, environment):
-    """One command to its end (or ``timeout``), parsed: the result ``fabric_tool`` returns for it."""
+def run_one(runner, run, timeout, environment):
+    """One command to its end (or ``timeout``, through coreutils' ``timeout``), parsed: the result
+    ``fabric_tool`` returns for it. ``runner`` is a module's ``run_command``."""
     result = {"name": run["name"], "argv": list(run["argv"]), "rc": None, "parsed": None, "output": ""}
     result.update(failed=True, missing=False, cause=None, seconds=0.0)
     missing = _program_missing(run["argv"])
     if missing:
         return dict(result, missing=True, cause=missing)
     started = time.monotonic()
-    env = dict(os.environ, **{k: str(v) for k, v in (environment or {}).items()})
+    env = {k: str(v) for k, v in (environment or {}).items()}
+    argv = ["timeout", "--kill-after=10", str(timeout), *run["argv"]]
     try:
-        done = subprocess.run(run["argv"], capture_output=True, text=True, timeout=timeout, env=env, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        return dict(result, output=out[-OUTPUT_LIMIT:], cause="still running after %d s: ended" % timeout)
+        rc, out, err = runner(argv, environ_update=env)
     except OSError as exc:
         return dict(result, cause="could not run %s: %s" % (run["argv"][0], exc))
-    output = done.stdout + (("\n" + done.stderr) if done.stderr.strip() else "")
+    output = out + (("\n" + err) if err.strip() else "")
+    result.update(rc=rc, output=output[-OUTPUT_LIMIT:], seconds=round(time.monotonic() - started, 2))
+    if rc in (124, 137):
+        return dict(result, cause="still running after %d s: ended" % timeout)
     parsed = PARSERS[run["parser"]](output)
     cause = _parsed_failure(parsed)
-    if cause is None and done.returncode != 0:
-        last = (done.stderr.strip() or done.stdout.strip() or "").splitlines()[-1:] or [""]
-        cause = "exit %d: %s" % (done.returncode, last[0])
-    result.update(rc=done.returncode, parsed=parsed, output=output[-OUTPUT_LIMIT:], failed=cause is not None)
-    return dict(result, cause=cause, seconds=round(time.monotonic() - started, 2))
+    if cause is None and rc != 0:
+        last = (err.strip() or out.strip() or "").splitlines()[-1:] or [""]
+        cause = "exit %d: %s" % (rc, last[0])
+    return dict(result, parsed=parsed, failed=cause is not None, cause=cause)
 
 
-def run_all(runs, timeout, environment=None):
+def run_all(runner, runs, timeout, environment=None):
     """Every command at once; the results in the order of ``runs``."""
     if not runs:
         return []
     with ThreadPoolExecutor(max_workers=min(WORKERS, len(runs))) as pool:
-        return list(pool.map(lambda r: run_one(r, timeout, environment), runs))
+        return list(pool.map(lambda r: run_one(runner, r, timeout, environment), runs))
 
 
 def _slug(name):
@@ -144,9 +146,8 @@ def serve_all(runs, workdir, environment=None):
                 log.write(missing + "\n")
             continue
         with open(os.path.join(workdir, _slug(run["name"]) + ".log"), "wb") as log:
-            proc = subprocess.Popen(  # noqa: S603 - the plan's command, no shell
-                run["argv"], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
+            # A server outlives this module (run_command waits for its command to end): its own session.
+            proc = subprocess.Popen(run["argv"], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         with open(os.path.join(workdir, _slug(run["name"]) + ".pid"), "w", encoding="ascii") as pid:
             pid.write("%d\n" % proc.pid)
         started.append(run["name"])

@@ -171,7 +171,7 @@ def main():
         module.exit_json(changed=False, started=serve_all(p["runs"], p["workdir"], p["environment"]))
     if p["state"] == "stop":
         module.exit_json(changed=False, stopped=stop_all(p["workdir"]))
-    module.exit_json(changed=False, results=run_all(p["runs"], p["timeout"], p["environment"]))
+    module.exit_json(changed=False, results=run_all(module.run_command, p["runs"], p["timeout"], p["environment"]))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 """TEST DOUBLE of the vendors' fabric tools, for the sandbox (no GPU, NPU or RDMA device here).
 
 Installed under each tool's name (tests/doubles/fabric/bin: mpirun, ib_write_bw, ib_read_bw,
-ib_write_lat, hccn_tool, links to this file), it prints a REAL RECORDED OUTPUT of that tool
-(tests/unit/fixtures/fabric, sources in its README.md) instead of measuring anything:
+ib_write_lat, hccn_tool, each a wrapper that runs this file with its name), it prints a REAL
+RECORDED OUTPUT of that tool (tests/unit/fixtures/fabric, sources in its README.md) instead of
+measuring anything:
 
 * ``mpirun ... PROGRAM ...``: the recording of PROGRAM's test (all_reduce_perf, alltoall_perf: an
   nccl-tests run, or an rccl-tests run where PROGRAM's path names rccl-tests; all_reduce_test: the
@@ -168,15 +169,15 @@ def hccn_tool(argv):
 
 
 def main():
-    tool = os.path.basename(sys.argv[0])
-    argv = sys.argv[1:]
+    # Run as tests/doubles/fabric/bin/TOOL, a wrapper that names the tool first.
+    tool, argv = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
     if tool == "mpirun":
         return mpirun(argv)
     if tool in ("ib_write_bw", "ib_read_bw", "ib_write_lat"):
         return perftest(tool, argv)
     if tool == "hccn_tool":
         return hccn_tool(argv)
-    sys.exit("fabric_tools.py (double): run it as one of the tools (tests/doubles/fabric/bin), not as %s" % tool)
+    sys.exit("fabric_tools.py (double): run it as one of the tools (tests/doubles/fabric/bin), not as %r" % tool)
 
 
 if __name__ == "__main__":

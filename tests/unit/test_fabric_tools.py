@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -407,12 +408,23 @@ def test_the_report_table_and_the_outputs_file():
 
 
 # ------------------------------------------------------------------------------------- running them here
+def run_command(argv, environ_update=None):
+    """What AnsibleModule.run_command does with an argument list, for the runner here."""
+    env = dict(os.environ, **(environ_update or {}))
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
 def test_a_command_runs_is_parsed_and_a_missing_or_slow_one_fails(tmp_path):
-    cat = fabric_runner.run_one({"name": "c", "argv": ["cat", str(FIXTURES / GCP)], "parser": "collective"}, 30, {})
+    cat = fabric_runner.run_one(
+        run_command, {"name": "c", "argv": ["cat", str(FIXTURES / GCP)], "parser": "collective"}, 30, {}
+    )
     assert cat["failed"] is False and cat["rc"] == 0 and cat["parsed"]["rows"][-1]["busbw"] == 338.82
-    gone = fabric_runner.run_one({"name": "g", "argv": [str(tmp_path / "nope")], "parser": "perftest"}, 30, {})
+    gone = fabric_runner.run_one(
+        run_command, {"name": "g", "argv": [str(tmp_path / "nope")], "parser": "perftest"}, 30, {}
+    )
     assert gone["missing"] and gone["cause"] == "%s is not installed on this host" % (tmp_path / "nope")
-    slow = fabric_runner.run_one({"name": "s", "argv": ["sleep", "5"], "parser": "perftest"}, 1, {})
+    slow = fabric_runner.run_one(run_command, {"name": "s", "argv": ["sleep", "5"], "parser": "perftest"}, 1, {})
     assert slow["failed"] and slow["cause"] == "still running after 1 s: ended"
 
 
@@ -429,12 +441,12 @@ def test_the_perftest_double_serves_and_measures_over_a_real_connection(tmp_path
     assert fabric_runner.serve_all([server], str(work)) == ["ib_write_bw s"]
     assert port in fabric_runner.listening_ports()
     client = dict(server, name="ib_write_bw c", argv=[str(DOUBLES / "ib_write_bw"), "-p", str(port), "127.0.0.1"])
-    measured = fabric_runner.run_all([client], 30)[0]
+    measured = fabric_runner.run_all(run_command, [client], 30)[0]
     assert measured["failed"] is False and measured["parsed"]["rows"][-1]["avg_gbps"] == 98.01
     fabric_runner.stop_all(str(work))
     assert not work.exists()
     # Nothing listens any more: the client fails as perftest does, naming the address and port.
-    refused = fabric_runner.run_one(dict(client, argv=[*client["argv"][:-1], "127.0.0.1"]), 30, {})
+    refused = fabric_runner.run_one(run_command, dict(client, argv=[*client["argv"][:-1], "127.0.0.1"]), 30, {})
     assert refused["failed"] and "Couldn't connect to 127.0.0.1:%d" % port in refused["output"], refused
 
 
@@ -445,7 +457,7 @@ def test_the_double_prints_a_chosen_failing_recording(tmp_path, monkeypatch):
     )
     env = dict(os.environ, K3_FABRIC_DOUBLE_CHOICES=str(choices))
     argv = [str(DOUBLES / "mpirun"), "-np", "2", "/opt/nccl-tests/build/all_reduce_perf"]
-    done = fabric_runner.run_one({"name": "x", "argv": argv, "parser": "collective"}, 30, env)
+    done = fabric_runner.run_one(run_command, {"name": "x", "argv": argv, "parser": "collective"}, 30, env)
     assert done["failed"] and "wrong" in done["cause"]
-    plain = fabric_runner.run_one({"name": "x", "argv": argv, "parser": "collective"}, 30, {})
+    plain = fabric_runner.run_one(run_command, {"name": "x", "argv": argv, "parser": "collective"}, 30, {})
     assert plain["failed"] is False and plain["parsed"]["rows"][-1]["busbw"] == 338.82

@@ -131,7 +131,7 @@ def judge(check, result, settings):
     limit = threshold_of(check, settings) if cause is None else None
     if limit:
         figure, at = _figure(result.get("parsed") or {}, limit)
-        _, unit, what, larger = _FIGURES[limit["kind"]]
+        unit, what, larger = _FIGURES[limit["kind"]][1:]
         row.update(threshold=limit["value"], unit=unit, source=limit["source"], figure=figure, at=at)
         if figure is None:
             cause = "no %s row at or below %s in the output" % (what, human_size(limit["at"]))

@@ -398,7 +398,7 @@ def _rdma_steps(found):
     steps = []
     for number, batch in enumerate(_rounds(units), 1):
         for test in RDMA_TESTS:
-            picked = [c for unit in batch for c in unit["checks"] if c["test"] == test]
+            picked = [chk for unit in batch for chk in unit["checks"] if chk["test"] == test]
             if picked:
                 steps.append(_step("rdma round %d: %s" % (number, test), picked, serve=True))
     return steps
