@@ -54,6 +54,9 @@ def test_an_nvl72_group_runs_nccl_tests_from_its_first_host_across_every_gpu():
     tail = argv[argv.index("vllm/vllm-openai:kimi-k3") + 1 :]
     assert tail[:6] == ["--allow-run-as-root", "-np", "16", "-H", "192.0.2.51:8,192.0.2.52:8", "--bind-to"]
     assert tail[-9:] == ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "1"]
+    # The engines' NCCL settings reach every rank (the MNNVL ones of the NVLink profile among them).
+    assert ["-x", "NCCL_SOCKET_IFNAME=eth0", "-x", "GLOO_SOCKET_IFNAME=eth0", "-x", "NCCL_CUMEM_ENABLE=1"] == tail[7:13]
+    assert "NCCL_MNNVL_ENABLE=1" in tail and "NCCL_NVLS_ENABLE=1" in tail
     # Over NVLink the group's ring is no RDMA path: no perftest.
     assert not [c for c in found["checks"] if c["kind"] == "rdma"]
 
@@ -125,6 +128,9 @@ def test_ascend_reads_the_npu_addresses_first_then_checks_and_pings_every_npu():
     assert "hccn ping a2-n0 -> a2-n1 npu 5" not in runs
     hccl = runs_of(found)[0][3]
     assert hccl[hccl.index("--entrypoint") + 1] == "mpirun" and "-n" in hccl and "64" in hccl
+    # The engines' HCCL settings go to every rank, but not node 0's own address.
+    assert "HCCL_INTRA_ROCE_ENABLE=1" in hccl and "HCCL_BUFFSIZE=256" in hccl
+    assert not [a for a in hccl if a.startswith("HCCL_IF_IP=")]
 
 
 def test_address_results_as_the_hosts_report_them_become_the_ping_targets():

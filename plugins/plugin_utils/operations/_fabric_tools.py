@@ -37,6 +37,8 @@ TOOLS_FILE = os.path.join(DATA_DIR, "fabric_tools.yml")
 # perftest's default port: device i of a pair uses RDMA_PORT + i.
 RDMA_PORT = 18515
 RDMA_TESTS = ("ib_write_bw", "ib_read_bw", "ib_write_lat")
+# The engines' variables a collective test runs with (the launcher hands them to every rank).
+NETWORK_PREFIXES = ("NCCL_", "RCCL_", "HCCL_", "GLOO_", "UCX_")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -110,6 +112,10 @@ def _argv_list(value, where):
 def _checked_tools(tools):
     """The tools' commands, each of the shape the planner reads (a program, lists of arguments)."""
     _argv_list(tools.get("launcher") or [], "launcher")
+    if tools.get("export") is not None and not isinstance(tools["export"], str):
+        raise FabricToolsError(
+            "fabric_tools: export must be the launcher's option (e.g. -x), not %r" % (tools["export"],)
+        )
     for part in ("collectives", "rdma"):
         for test, tool in (tools.get(part) or {}).items():
             if not isinstance(tool, dict) or not isinstance(tool.get("program"), str) or not tool["program"]:
@@ -188,6 +194,22 @@ def _group_why(group):
     return "%s group %s (%d hosts)" % (group["role"], group["id"], len(group["hosts"]))
 
 
+def _exports(plan, host, tools):
+    """``-x NAME=VALUE`` for each network variable of the host's engine the launcher does not set
+    (one that holds the host's own address, like HCCL_IF_IP, would be wrong on the other ranks)."""
+    flag = tools.get("export")
+    if not flag:
+        return []
+    named = {str(a).split("=", 1)[0] for a in tools.get("launcher") or []}
+    env = _engine(plan, host).get("env") or {}
+    own = _ip(plan, host)
+    out = []
+    for key in sorted(env):
+        if key.startswith(NETWORK_PREFIXES) and key not in named and env[key] not in (None, own):
+            out += [str(flag), "%s=%s" % (key, env[key])]
+    return out
+
+
 def _collectives(plan, st, hosts):
     """One check per multi-node group and collective test, launched from the group's first host."""
     tools = st["tools"]
@@ -203,9 +225,10 @@ def _collectives(plan, st, hosts):
             "devices": st["devices"],
             "nic": _nic(plan, head, st),
         }
+        launcher = fill(list(tools.get("launcher") or []), values) + _exports(plan, head, tools)
         for test, tool in (tools.get("collectives") or {}).items():
             name = "%s %s" % (test, group["id"])
-            argv = fill(list(tools.get("launcher") or []) + [tool["program"]] + list(tool.get("args") or []), values)
+            argv = launcher + fill([tool["program"]] + list(tool.get("args") or []), values)
             out.append(
                 {
                     "name": name,
