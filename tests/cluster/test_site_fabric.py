@@ -161,7 +161,7 @@ FAULT = "ascend/hccn_tool_-net_health_-g_Fault_after-link-down_mindcluster-doc-s
 
 
 def test_ascend_checks_every_npu_pings_the_peers_and_runs_the_hccl_test(cluster, tmp_path):
-    # NPU 1 of dp1: its link down, its health Fault; its pings from dp0 are answered by nobody.
+    # NPU 1 of dp1: its link down, its health Fault; the pings from NPU 1 of dp0 are answered by nobody.
     choose(
         {
             "k3-sb-dp1": {
@@ -178,13 +178,18 @@ def test_ascend_checks_every_npu_pings_the_peers_and_runs_the_hccl_test(cluster,
     text = flat(out.stdout)
     found = tools(tmp_path / "npu")
     assert found[("all_reduce_test", GROUP)]["passed"] and found[("all_reduce_test", GROUP)]["figure"] == 144.09582
-    # Two NPUs a host: link and health on each, and a ping each way per NPU.
-    assert len(found) == 1 + 2 * 2 * 2 + 2 * 2
-    assert "fabric: 3 problem(s)" in text, out.stdout[-3000:]
+    # Two NPUs a host: link and health on each, and each way every NPU pings both of the other's.
+    assert len(found) == 1 + 2 * 2 * 2 + 2 * 2 * 2
+    assert "fabric: 4 problem(s)" in text, out.stdout[-3000:]
     assert "hccn_tool -link: k3-sb-dp1 NPU 1 (NPU network of k3-sb-dp1): link status is DOWN" in text
     assert "hccn_tool -net_health: k3-sb-dp1 NPU 1 (NPU network of k3-sb-dp1): " in text and "Fault" in text
-    assert "hccn_tool -ping: k3-sb-dp0 -> k3-sb-dp1 NPU 1 (engine group k3-sb-dp0/engine (2 hosts)): " in text
-    assert found[("hccn_tool -ping", "k3-sb-dp1 -> k3-sb-dp0 NPU 1")]["passed"]
+    for peer in (0, 1):
+        assert (
+            "hccn_tool -ping: k3-sb-dp0 -> k3-sb-dp1 NPU 1 -> %d (engine group k3-sb-dp0/engine (2 hosts)): " % peer
+            in text
+        )
+    assert found[("hccn_tool -ping", "k3-sb-dp1 -> k3-sb-dp0 NPU 1 -> 1")]["passed"]
+    assert found[("hccn_tool -ping", "k3-sb-dp0 -> k3-sb-dp1 NPU 0 -> 1")]["passed"]
     outputs = (tmp_path / "npu" / "tool-outputs.txt").read_text()
     assert "-i 1 -ping -g address 10.77.0.99" in outputs
 

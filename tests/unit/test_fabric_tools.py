@@ -118,14 +118,21 @@ def test_ascend_reads_the_npu_addresses_first_then_checks_and_pings_every_npu():
     addresses["a2-n1"][5] = None
     found = prepared("a2-mixed-8node", addresses=addresses)
     hccn = [c for c in found["checks"] if c["kind"] == "hccn"]
-    assert len(hccn) == 8 * 8 * 2 + 8 * 8  # link and health of every NPU, a ring of 8 pairs x 8 NPUs
-    ping = next(c for c in hccn if c["name"] == "hccn ping a2-n0 -> a2-n1 npu 2")
+    # Link and health of every NPU; along the ring's 8 pairs, every NPU to every NPU of the next host.
+    assert len(hccn) == 8 * 8 * 2 + 8 * 8 * 8
+    ping = next(c for c in hccn if c["name"] == "hccn ping a2-n0 -> a2-n1 npu 2 -> 7")
     assert ping["host"] == "a2-n0" and ping["why"] == ["engine group a2-n0/engine (8 hosts)"]
     runs = {r["name"]: r for r in found["steps"][-1]["run"]["a2-n0"]}
-    assert runs["hccn ping a2-n0 -> a2-n1 npu 2"]["argv"][-4:] == ["-ping", "-g", "address", "29.1.1.2"]
-    missing = next(c for c in hccn if c["name"] == "hccn ping a2-n0 -> a2-n1 npu 5")
+    assert runs["hccn ping a2-n0 -> a2-n1 npu 2 -> 7"]["argv"] == [
+        "/usr/local/Ascend/driver/tools/hccn_tool", "-i", "2", "-ping", "-g", "address", "29.1.1.7",
+    ]  # fmt: skip
+    missing = next(c for c in hccn if c["name"] == "hccn ping a2-n0 -> a2-n1 npu 3 -> 5")
     assert missing["error"] == "NPU 5 of a2-n1 has no network address (hccn_tool -i 5 -ip -g printed none)"
-    assert "hccn ping a2-n0 -> a2-n1 npu 5" not in runs
+    assert "hccn ping a2-n0 -> a2-n1 npu 3 -> 5" not in runs
+    # Rail by rail only: NPU N to NPU N.
+    rail = prepared("a2-mixed-8node", addresses=addresses, fabric_hccn_pings="rail")
+    pings = [c["name"] for c in rail["checks"] if c["test"] == "hccn_tool -ping" and c["host"] == "a2-n0"]
+    assert pings == ["hccn ping a2-n0 -> a2-n1 npu %d -> %d" % (n, n) for n in range(8)]
     hccl = runs_of(found)[0][3]
     assert hccl[hccl.index("--entrypoint") + 1] == "mpirun" and "-n" in hccl and "64" in hccl
     # The engines' HCCL settings go to every rank, but not node 0's own address.
@@ -201,6 +208,7 @@ def test_without_a_platform_or_with_the_tools_off_only_the_tcp_floor_runs():
     [
         ({"fabric_platform": "tpu"}, "fabric_platform 'tpu' has no fabric tools; use one of ascend, blackwell, rocm"),
         ({"fabric_interconnect": "ethernet"}, "fabric_interconnect must be rdma or nvlink, not 'ethernet'"),
+        ({"fabric_hccn_pings": "some"}, "fabric_hccn_pings must be all or rail, not 'some'"),
         ({"fabric_devices_per_node": "eight"}, "fabric_devices_per_node must be a whole number above 0, not 'eight'"),
         ({"fabric_tools": ["mpirun"]}, "fabric_tools must be a mapping, not ['mpirun']"),
         (

@@ -68,6 +68,13 @@ def _dict_setting(settings, name):
     return value
 
 
+def _pings(settings):
+    value = settings.get("fabric_hccn_pings") or "all"
+    if value not in ("all", "rail"):
+        raise FabricToolsError("fabric_hccn_pings must be all or rail, not %r" % (value,))
+    return value
+
+
 def _devices_per_node(plan, settings):
     value = settings.get("fabric_devices_per_node") or (plan.get("parameters") or {}).get("devices_per_node") or 8
     if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
@@ -100,6 +107,7 @@ def tool_settings(plan, settings):
         "line_rate_gbps": float(line) if line else None,
         "rdma_devices": list(settings.get("fabric_rdma_devices") or []),
         "image": settings.get("fabric_tools_image") or None,
+        "pings": _pings(settings),
         "container": bool(settings.get("fabric_tools_container", True)),
     }
 
@@ -339,29 +347,39 @@ def npu_addresses(addresses):
 
 
 def _hccn_pings(plan, st, pair, addresses):
+    """From each NPU of the pair's first host to each NPU of the second (``fabric_hccn_pings: all``,
+    every pair of device NICs), or to the NPU of the same number only (``rail``)."""
     src, dst = pair["src"], pair["dst"]
-    for npu in range(st["devices"]):
-        address = (addresses.get(dst) or {}).get(npu)
+    for npu, peer in _npu_pairs(st):
+        address = (addresses.get(dst) or {}).get(peer)
         check = {
-            "name": "hccn ping %s npu %d" % (pair["name"], npu),
+            "name": "hccn ping %s npu %d -> %d" % (pair["name"], npu, peer),
             "kind": "hccn",
             "test": "hccn_tool -ping",
             "parser": "hccn_ping",
-            "subject": "%s NPU %d" % (pair["name"], npu),
+            "subject": "%s NPU %d -> %d" % (pair["name"], npu, peer),
             "why": pair["why"],
             "hosts": [src, dst],
             "host": src,
             "argv": None,
         }
         if address:
-            check["argv"] = _hccn_argv(plan, st, src, "ping", {"npu": npu, "address": address}, "ping-%d" % npu)
+            values = {"npu": npu, "address": address}
+            check["argv"] = _hccn_argv(plan, st, src, "ping", values, "ping-%d-%d" % (npu, peer))
         else:
             check["error"] = "NPU %d of %s has no network address (hccn_tool -i %d -ip -g printed none)" % (
-                npu,
+                peer,
                 dst,
-                npu,
+                peer,
             )
         yield check
+
+
+def _npu_pairs(st):
+    devices = range(st["devices"])
+    if st["pings"] == "rail":
+        return [(npu, npu) for npu in devices]
+    return [(npu, peer) for npu in devices for peer in devices]
 
 
 def _hccn(plan, st, pairs, addresses):
