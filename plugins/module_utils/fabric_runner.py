@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -122,14 +121,44 @@ def listening_ports():
     return ports
 
 
-def _wait_listening(procs, seconds=15.0):
+def _ended(pid):
+    """Whether our child ``pid`` has ended (reaping it)."""
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:
+        return True
+
+
+def _wait_listening(started, seconds=15.0):
     """Wait until every started server listens on its port (or has ended), ``seconds`` at most."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         open_ports = listening_ports()
-        if all(port is None or port in open_ports or proc.poll() is not None for proc, port in procs):
+        if all(port is None or port in open_ports or _ended(pid) for pid, port in started):
             return
         time.sleep(0.1)
+
+
+def spawn(argv, log_path, env):
+    """Start ``argv`` detached from this module (a session of its own, its output in ``log_path``,
+    no descriptor of the module's kept): it outlives the module, as a server must. Its PID."""
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 127
+    try:
+        os.setsid()
+        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.closerange(3, 65536)
+        os.execvpe(argv[0], argv, env)
+    except BaseException:  # noqa: BLE001 - the child must never return into the module's code
+        status = 127
+    finally:
+        os._exit(status)
 
 
 def serve_all(runs, workdir, environment=None):
@@ -137,22 +166,21 @@ def serve_all(runs, workdir, environment=None):
     listens on its port; the names started."""
     os.makedirs(workdir, mode=0o700, exist_ok=True)
     env = dict(os.environ, **{k: str(v) for k, v in (environment or {}).items()})
-    started, procs = [], []
+    started, pids = [], []
     for run in runs:
+        log_path = os.path.join(workdir, _slug(run["name"]) + ".log")
         missing = _program_missing(run["argv"])
         if missing:
             # The client then fails to connect, and the report names this host's missing tool.
-            with open(os.path.join(workdir, _slug(run["name"]) + ".log"), "w", encoding="utf-8") as log:
+            with open(log_path, "w", encoding="utf-8") as log:
                 log.write(missing + "\n")
             continue
-        with open(os.path.join(workdir, _slug(run["name"]) + ".log"), "wb") as log:
-            # A server outlives this module (run_command waits for its command to end): its own session.
-            proc = subprocess.Popen(run["argv"], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        with open(os.path.join(workdir, _slug(run["name"]) + ".pid"), "w", encoding="ascii") as pid:
-            pid.write("%d\n" % proc.pid)
+        pid = spawn(list(run["argv"]), log_path, env)
+        with open(os.path.join(workdir, _slug(run["name"]) + ".pid"), "w", encoding="ascii") as handle:
+            handle.write("%d\n" % pid)
         started.append(run["name"])
-        procs.append((proc, _port_of(run["argv"])))
-    _wait_listening(procs)
+        pids.append((pid, _port_of(run["argv"])))
+    _wait_listening(pids)
     return started
 
 
