@@ -97,14 +97,15 @@ def parse_collective(text: str | None) -> dict:
     return found
 
 
-def row_at(rows: list[dict], size: int) -> dict | None:
+def row_at(rows: list[dict], size: int, key: str = "size") -> dict | None:
     """The row of exactly ``size`` bytes, else the largest row below it, else None (the last one printed
-    when a size repeats, as in a run of several cycles)."""
-    below = [r for r in rows if r["size"] <= size]
+    when a size repeats, as in a run of several cycles). ``key``: the rows' size field (perftest's
+    rows call it ``bytes``)."""
+    below = [r for r in rows if r[key] <= size]
     if not below:
         return None
-    largest = max(r["size"] for r in below)
-    return [r for r in below if r["size"] == largest][-1]
+    largest = max(r[key] for r in below)
+    return [r for r in below if r[key] == largest][-1]
 
 
 def _first(pattern, lines, group):

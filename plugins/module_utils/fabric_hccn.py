@@ -113,3 +113,19 @@ def _ping_cause(entry, body):
             entry["loss_percent"],
         )
     return None
+
+
+def parse_ip(text: str | None) -> dict:
+    """``hccn_tool -i N -ip -g`` -> ``{"ipaddr": ..., "netmask": ...}`` (keys absent when not printed)."""
+    out = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("ipaddr", "netmask") and value.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_address(text: str | None) -> dict:
+    """``hccn_tool -i N -ip -g`` -> ``{address, failed, cause}``, the fabric check's form."""
+    address = parse_ip(text).get("ipaddr")
+    return {"address": address, "failed": address is None, "cause": None if address else "no ipaddr in its output"}

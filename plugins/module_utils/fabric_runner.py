@@ -24,17 +24,6 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils import fabric_coll
 OUTPUT_LIMIT = 64 * 1024
 # Commands of one host at once (an Ascend host pings from each of its NPUs).
 WORKERS = 16
-_ADDRESS = re.compile(r"ipaddr\s*:\s*(\S+)")
-
-
-def parse_address(text):
-    """``hccn_tool -i N -ip -g`` -> ``{address, failed, cause}``."""
-    match = _ADDRESS.search(text or "")
-    if match:
-        return {"address": match.group(1), "failed": False, "cause": None}
-    return {"address": None, "failed": True, "cause": "no ipaddr in hccn_tool's output"}
-
-
 PARSERS = {
     "collective": fabric_collective.parse_collective,
     "hccl": fabric_collective.parse_hccl_test,
@@ -42,7 +31,7 @@ PARSERS = {
     "hccn_link": fabric_hccn.parse_link,
     "hccn_net_health": fabric_hccn.parse_net_health,
     "hccn_ping": fabric_hccn.parse_ping,
-    "hccn_ip": parse_address,
+    "hccn_ip": fabric_hccn.parse_address,
 }
 
 
@@ -53,6 +42,9 @@ def _program_missing(argv):
 
 
 def _parsed_failure(parsed):
+    """The parser's cause of failure, or None; a parser that found nothing (an empty list) fails too."""
+    if isinstance(parsed, list) and not parsed:
+        return "no result in its output"
     entries = parsed if isinstance(parsed, list) else [parsed]
     causes = [e.get("cause") or "failed" for e in entries if isinstance(e, dict) and e.get("failed")]
     return "; ".join(causes) or None
@@ -77,12 +69,17 @@ def run_one(runner, run, timeout, environment):
     result.update(rc=rc, output=output[-OUTPUT_LIMIT:], seconds=round(time.monotonic() - started, 2))
     if rc in (124, 137):
         return dict(result, cause="still running after %d s: ended" % timeout)
-    parsed = PARSERS[run["parser"]](output)
+    return dict(result, **read_output(run["parser"], out, err, rc))
+
+
+def read_output(parser, out, err="", rc=0):
+    """What a tool printed, parsed: ``{parsed, failed, cause}`` (the parser's cause, else a non-zero exit's)."""
+    parsed = PARSERS[parser](out + (("\n" + err) if err.strip() else ""))
     cause = _parsed_failure(parsed)
     if cause is None and rc != 0:
         last = (err.strip() or out.strip() or "").splitlines()[-1:] or [""]
         cause = "exit %d: %s" % (rc, last[0])
-    return dict(result, parsed=parsed, failed=cause is not None, cause=cause)
+    return {"parsed": parsed, "failed": cause is not None, "cause": cause}
 
 
 def run_all(runner, runs, timeout, environment=None):

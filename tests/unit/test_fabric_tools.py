@@ -250,7 +250,8 @@ def test_every_placeholder_of_the_data_file_is_one_the_planner_fills():
 def parsed(parser, name):
     path = BUILT / name[6:] if name.startswith("built/") else FIXTURES / name
     text = path.read_text(encoding="utf-8")
-    return {"parsed": fabric_runner.PARSERS[parser](text), "failed": False, "rc": 0}
+    # As the host's runner reads a tool's output (exit 0).
+    return dict(fabric_runner.read_output(parser, text), rc=0)
 
 
 SETTINGS = {"thresholds": tools.catalog()["thresholds"], "line_rate_gbps": 100.0}
@@ -372,7 +373,10 @@ def test_a_missing_tool_fails_unless_it_is_optional_and_a_silent_host_fails():
     assert row["passed"] and row["skipped"]
     row = judge.judge(check("collective", "all_reduce_perf"), None, SETTINGS)
     assert row["cause"] == "not run (its host did not report)"
-    row = judge.judge(check("hccn", "hccn_tool -ping", "ascend"), {"parsed": [], "failed": False}, SETTINGS)
+    # A ping that printed no block at all: the runner reads it as a failure.
+    nothing = fabric_runner.read_output("hccn_ping", "")
+    assert nothing == {"parsed": [], "failed": True, "cause": "no result in its output"}
+    row = judge.judge(check("hccn", "hccn_tool -ping", "ascend"), nothing, SETTINGS)
     assert not row["passed"] and row["cause"] == "no result in its output"
 
 

@@ -33,10 +33,6 @@ class FabricError(ValueError):
     """A setting the fabric check cannot use."""
 
 
-def _ip(plan, host):
-    return ((plan.get("hosts") or {}).get(host) or {}).get("ip")
-
-
 def _group_pairs(plan):
     """(src, dst, why) of each multi-node group's ring, data flowing from src to dst."""
     for group in replica_groups(plan):
@@ -94,7 +90,7 @@ def pairs(plan, hosts=None):
                 "why": [],
                 "client": client,
                 "server": server,
-                "server_ip": _ip(plan, server),
+                "server_ip": _fabric_tools.host_ip(plan, server),
                 "reverse": kv,
             }
         if why not in pair["why"]:
@@ -104,19 +100,7 @@ def pairs(plan, hosts=None):
 
 def rounds(measured):
     """``measured`` (pairs) in rounds in which no host is in two pairs, greedily, in order."""
-    left = list(measured)
-    out = []
-    while left:
-        busy, this, later = set(), [], []
-        for pair in left:
-            if pair["client"] in busy or pair["server"] in busy:
-                later.append(pair)
-                continue
-            busy.update((pair["client"], pair["server"]))
-            this.append(pair)
-        out.append(this)
-        left = later
-    return out
+    return _fabric_tools.in_rounds(measured, lambda pair: (pair["client"], pair["server"]))
 
 
 def _positive(settings, name, kind=float):

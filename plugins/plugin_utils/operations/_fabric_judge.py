@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.fabric_collective import row_at
+
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -32,12 +34,6 @@ def human_size(size):
         if size >= unit and size % unit == 0:
             return "%d %s" % (size // unit, name)
     return "%d B" % size
-
-
-def row_at(rows, size):
-    """The row of exactly ``size`` bytes, else the largest one below it, else None."""
-    below = [r for r in rows or [] if r.get("size", r.get("bytes", 0)) <= size]
-    return max(below, key=lambda r: r.get("size", r.get("bytes", 0))) if below else None
 
 
 def threshold_of(check, settings):
@@ -82,29 +78,22 @@ _FIGURES = {
 
 def _figure(parsed, limit):
     """(figure, size) read at the threshold's message size, or (None, None)."""
-    row = row_at(parsed.get("rows"), limit["at"])
+    size_key = "bytes" if limit["kind"] in ("min_gbps", "max_usec") else "size"  # perftest's rows
+    row = row_at(parsed.get("rows") or [], limit["at"], size_key)
     if row is None:
         return None, None
-    field = _FIGURES[limit["kind"]][0]
-    return row.get(field), row.get("size", row.get("bytes"))
+    return row.get(_FIGURES[limit["kind"]][0]), row[size_key]
 
 
 def _tool_failure(check, result):
-    """The tool's own failure, or None."""
+    """The tool's own failure (as its host's runner read it), or None."""
     if check.get("error"):
         return check["error"]
     if result is None:
         return "not run (its host did not report)"
-    if result.get("missing"):
-        return result.get("cause") or "the tool is not installed"
-    parsed = result.get("parsed")
-    entries = parsed if isinstance(parsed, list) else [parsed or {}]
-    causes = [e.get("cause") or "failed" for e in entries if e.get("failed")]
-    if result.get("failed") and not causes:
-        causes.append(result.get("cause") or "the tool failed (exit %s)" % result.get("rc"))
-    if not entries or (isinstance(parsed, list) and not parsed):
-        causes.append(result.get("cause") or "no result in its output")
-    return "; ".join(causes) or None
+    if result.get("failed") or result.get("missing"):
+        return result.get("cause") or "the tool failed (exit %s)" % result.get("rc")
+    return None
 
 
 def judge(check, result, settings):

@@ -163,7 +163,8 @@ def _engine(plan, host):
     return {}
 
 
-def _ip(plan, host):
+def host_ip(plan, host):
+    """The plan's address of ``host``, or None."""
     return ((plan.get("hosts") or {}).get(host) or {}).get("ip")
 
 
@@ -210,7 +211,7 @@ def _exports(plan, host, tools):
         return []
     named = {str(a).split("=", 1)[0] for a in tools.get("launcher") or []}
     env = _engine(plan, host).get("env") or {}
-    own = _ip(plan, host)
+    own = host_ip(plan, host)
     out = []
     for key in sorted(env):
         if key.startswith(NETWORK_PREFIXES) and key not in named and env[key] not in (None, own):
@@ -229,7 +230,7 @@ def _collectives(plan, st, hosts):
         head = members[0]
         values = {
             "ranks": len(members) * st["devices"],
-            "hosts": ",".join("%s:%d" % (_ip(plan, h), st["devices"]) for h in members),
+            "hosts": ",".join("%s:%d" % (host_ip(plan, h), st["devices"]) for h in members),
             "devices": st["devices"],
             "nic": _nic(plan, head, st),
         }
@@ -270,7 +271,7 @@ def _rdma(plan, st, pairs):
                 port = RDMA_PORT + index
                 base = [tools[test]["program"], *tools[test].get("args", [])]
                 server_argv = fill(base, {"device": sdev, "port": port})
-                client_argv = fill(base, {"device": cdev, "port": port}) + [_ip(plan, server)]
+                client_argv = fill(base, {"device": cdev, "port": port}) + [host_ip(plan, server)]
                 out.append(
                     {
                         "name": name,
@@ -395,16 +396,18 @@ def _hccn(plan, st, pairs, addresses):
     return out
 
 
-def _rounds(items):
-    """``items`` (each with ``hosts``) in rounds in which no host is in two items, greedily, in order."""
+def in_rounds(items, hosts_of=lambda item: item["hosts"]):
+    """``items`` in rounds in which no host is in two items (``hosts_of`` an item's hosts), greedily,
+    in order: no measurement shares a host's link with another."""
     left, out = list(items), []
     while left:
         busy, this, later = set(), [], []
         for item in left:
-            if busy & set(item["hosts"]):
+            hosts = set(hosts_of(item))
+            if busy & hosts:
                 later.append(item)
                 continue
-            busy.update(item["hosts"])
+            busy.update(hosts)
             this.append(item)
         out.append(this)
         left = later
@@ -437,7 +440,7 @@ def _rdma_steps(found):
         by_pair.setdefault(check["subject"].split(" (")[0], []).append(check)
     units = [{"hosts": checks[0]["hosts"], "checks": checks} for checks in by_pair.values()]
     steps = []
-    for number, batch in enumerate(_rounds(units), 1):
+    for number, batch in enumerate(in_rounds(units), 1):
         for test in RDMA_TESTS:
             picked = [chk for unit in batch for chk in unit["checks"] if chk["test"] == test]
             if picked:
@@ -466,7 +469,7 @@ def checks(plan, settings, pairs, hosts=None, addresses=None):
     collective = _collectives(plan, st, hosts)
     rdma = _rdma(plan, st, _rdma_pairs(pairs, st))
     hccn = _hccn(plan, st, pairs, None if addresses is None else npu_addresses(addresses))
-    steps = [_step("collective round %d" % n, batch) for n, batch in enumerate(_rounds(collective), 1)]
+    steps = [_step("collective round %d" % n, batch) for n, batch in enumerate(in_rounds(collective), 1)]
     steps += _rdma_steps(rdma)
     if hccn:
         steps.append(_step("NPU network", hccn))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.fabric_hccn import parse_ip as parse_hccn_ip
+
 # The tutorial's image per host operating system (ansible_facts.distribution, lower case).
 OS_NAMES = {"ubuntu": "ubuntu", "openeuler": "openeuler"}
 
@@ -31,16 +33,6 @@ def ascend_version_key(text):
         else:
             key.append((0, int(match.group(3) or 0)))
     return tuple(key)
-
-
-def parse_hccn_ip(text):
-    """``hccn_tool -i N -ip -g`` -> ``{"ipaddr": ..., "netmask": ...}`` (keys absent when not printed)."""
-    out = {}
-    for line in (text or "").splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() in ("ipaddr", "netmask") and value.strip():
-            out[key.strip()] = value.strip()
-    return out
 
 
 def hccn_addresses(outputs):
