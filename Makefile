@@ -15,12 +15,16 @@ INVENTORY ?= inventories/sandbox
 SANDBOX_MODEL := .cache/sandbox/models/tiny-llama
 SANDBOX_NODE_EXPORTER := .cache/sandbox/node-exporter
 SANDBOX_IPERF3 := .cache/sandbox/iperf3
+SANDBOX_OPENTRACKER := .cache/sandbox/opentracker
+# The sandbox's model hub: a Hugging Face repository of the stand-in checkpoint, served by olah.
+SANDBOX_HUB := .cache/sandbox/hub
 # Debian packages the test hosts install "from the distribution": they have no route out, and
 # tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
 # prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host, nginx for the
-# front door; the front door's tests also run this nginx on the controller, unpacked).
+# front door; the front door's tests also run this nginx on the controller, unpacked; aria2 and
+# mktorrent for the checkpoint's fan-out, opentracker unpacked for its tracker).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter iperf3
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter iperf3 aria2 mktorrent opentracker
 PLAN_DIR ?= plan
 # Independent set-up steps (venvs, packages, test data, lint) run side by side, this many at once.
 SETUP_JOBS ?= 6
@@ -236,6 +240,10 @@ test-data: venv-vllm
 	# iperf3 for the fabric check (playbooks/fabric.yml), unpacked the same way with its two libraries:
 	# its package would add a system user.
 	tools/unpack_debs.sh $(SANDBOX_IPERF3) $(TEST_DEBS)/pool iperf3 libiperf0 libsctp1
+	# opentracker for the checkpoint's fan-out tracker, unpacked the same way: its package adds a system user.
+	tools/unpack_debs.sh $(SANDBOX_OPENTRACKER) $(TEST_DEBS)/pool opentracker libowfat0
+	# The stand-in checkpoint as a Hugging Face repository (Git with LFS) for the sandbox's hub.
+	.venv/vllm/bin/python tools/sandbox_hub.py $(SANDBOX_MODEL) $(SANDBOX_HUB)/mirrors k3-sandbox/tiny-llama
 
 # The table-driven suites are independent: one worker per core, a test file per worker at a time
 # (a module that starts one vLLM server for its tests keeps them on one worker), in the order

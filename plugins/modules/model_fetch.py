@@ -1,0 +1,222 @@
+#!/usr/bin/python
+# Copyright: kimi_k3.serving contributors
+# Apache License 2.0
+"""Fetch a checkpoint from a Hugging Face compatible hub, verified against the publisher's hashes."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: model_fetch
+short_description: Fetch a checkpoint from a hub, verified against the publisher's hashes
+version_added: 0.2.0
+description:
+  - Lists the files of a repository at a pinned revision with their publisher's hashes (the Git LFS
+    SHA-256 of every weight file, the Git blob id of every small file) and downloads them with the
+    hub's own client, C(huggingface_hub), into a staging folder beside O(dest). Only when every
+    file matches is the staging folder moved to O(dest); a checkpoint is never half there under
+    its final name. A corrupted or truncated file is named, removed from staging, and nothing is
+    moved.
+  - Resumable. A transfer cut half way keeps what it has in staging and the next run goes on from
+    there. A folder at O(dest) that already carries the stamp of this source, with every file at
+    its size, is left alone (changed=false); C(verify=full) reads every byte of it again.
+  - Runs under a Python that has C(huggingface_hub) (the role sets the interpreter). The proxy
+    variables of the environment are honoured by the client; the token is never logged.
+options:
+  name:
+    description: The checkpoint's name in messages (model or draft).
+    type: str
+    required: true
+  dest:
+    description: The checkpoint folder on the host.
+    type: path
+    required: true
+  source:
+    description: Where it comes from.
+    type: dict
+    required: true
+    suboptions:
+      hub:
+        description: The kind of hub.
+        type: str
+        choices: [huggingface]
+        required: true
+      repo:
+        description: The repository (owner/name).
+        type: str
+        required: true
+      revision:
+        description: The revision, a commit.
+        type: str
+        required: true
+      endpoint:
+        description: A Hub-compatible mirror's address; the Hub itself when empty.
+        type: str
+  token:
+    description: The hub token (from the vault); never logged.
+    type: str
+  workers:
+    description: Files downloaded side by side.
+    type: int
+    default: 8
+  verify:
+    description: C(quick) trusts a stamped folder whose files have their sizes; C(full) hashes it again.
+    type: str
+    choices: [quick, full]
+    default: quick
+attributes:
+  check_mode:
+    support: full
+    description:
+      - In check mode the hub is asked for the revision's files and nothing is fetched or moved.
+      - changed says whether a run would fetch.
+  diff_mode:
+    support: none
+    description: A checkpoint is terabytes of binary files; the result gives the files and their hashes instead.
+  idempotent:
+    support: full
+    description: A folder that carries the stamp of the same source and files is left alone.
+author:
+  - kimi_k3.serving maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: The checkpoint, once, on the seed host
+  kimi_k3.serving.model_fetch:
+    name: model
+    dest: /models/Kimi-K3
+    source:
+      hub: huggingface
+      repo: moonshotai/Kimi-K3
+      revision: 0123456789abcdef0123456789abcdef01234567
+    token: "{{ k3_model_weights_hf_token | default(omit) }}"
+"""
+
+RETURN = r"""
+files:
+  description: The publisher's files of the revision.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file's path in the checkpoint.
+      type: str
+    size:
+      description: Its size in bytes.
+      type: int
+    sha256:
+      description: The SHA-256 of its content (Git LFS files).
+      type: str
+    blob_id:
+      description: Its Git blob id (files kept in Git itself).
+      type: str
+bytes:
+  description: The checkpoint's size in bytes.
+  returned: success
+  type: int
+fetched_bytes:
+  description: Bytes this run brought (0 when the folder was already there).
+  returned: success
+  type: int
+seconds:
+  description: How long the download and the verification took.
+  returned: success
+  type: float
+"""
+
+import os
+import shutil
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kimi_k3.serving.plugins.module_utils import checkpoint_files as files_
+from ansible_collections.kimi_k3.serving.plugins.module_utils.model_hub import HubError, download, hub_files
+
+
+def _staging(dest):
+    parent, name = os.path.split(dest.rstrip("/"))
+    return os.path.join(parent, ".%s.k3-partial" % name)
+
+
+def _fetch(module, staging, files):
+    params = module.params
+    needed = sum(entry["size"] for entry in files) - files_.present_bytes(staging, files)
+    free = files_.free_bytes(staging)
+    if needed > free:
+        module.fail_json(
+            msg="%s (%s): %d bytes still to fetch, %d free on its filesystem: free space or choose another folder"
+            % (params["name"], params["dest"], needed, free)
+        )
+    os.makedirs(staging, exist_ok=True)
+    download(params["source"], params["token"], staging, params["workers"])
+    found = files_.problems(staging, files)
+    for message in found:
+        # The next run fetches it again; the rest stays for it.
+        bad = os.path.join(staging, message.split(": ")[0])
+        if os.path.isfile(bad):
+            os.unlink(bad)
+    if found:
+        module.fail_json(
+            msg="%s (%s): not as the publisher's, nothing moved into place: %s"
+            % (params["name"], params["dest"], "; ".join(found)),
+            problems=found,
+        )
+    return needed
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "dest": {"type": "path", "required": True},
+            "source": {
+                "type": "dict",
+                "required": True,
+                "options": {
+                    "hub": {"type": "str", "required": True, "choices": ["huggingface"]},
+                    "repo": {"type": "str", "required": True},
+                    "revision": {"type": "str", "required": True},
+                    "endpoint": {"type": "str"},
+                },
+            },
+            "token": {"type": "str", "no_log": True},
+            "workers": {"type": "int", "default": 8},
+            "verify": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    dest = params["dest"].rstrip("/")
+    source = {key: value for key, value in params["source"].items() if value}
+    start = time.monotonic()
+    if params["verify"] == "quick" and files_.stamped(dest, source):
+        # A pinned revision's files do not change: the stamp's list is the publisher's (the hub is not asked).
+        files = files_.read_stamp(dest)["files"]
+        module.exit_json(changed=False, files=files, bytes=sum(e["size"] for e in files), fetched_bytes=0, seconds=0.0)
+    try:
+        files = hub_files(source, params["token"])
+    except HubError as exc:
+        module.fail_json(msg="%s (%s): %s" % (params["name"], dest, exc))
+    total = sum(entry["size"] for entry in files)
+    result = {"files": files, "bytes": total, "fetched_bytes": 0, "seconds": 0.0}
+    there = files_.stamped(dest, source, files) and not files_.problems(dest, files)
+    if there or module.check_mode:
+        module.exit_json(changed=not there, **result)
+    staging = _staging(dest)
+    if os.path.isdir(dest) and not os.path.isdir(staging):
+        os.rename(dest, staging)  # its files that match are kept; the client fetches the rest
+    try:
+        result["fetched_bytes"] = _fetch(module, staging, files)
+    except HubError as exc:
+        module.fail_json(msg="%s (%s): %s; what came is kept for the next run" % (params["name"], dest, exc))
+    shutil.rmtree(os.path.join(staging, ".cache"), ignore_errors=True)  # the client's own bookkeeping
+    files_.write_stamp(staging, source, files)
+    files_.put_in_place(staging, dest)
+    result["seconds"] = round(time.monotonic() - start, 1)
+    module.exit_json(changed=True, **result)
+
+
+if __name__ == "__main__":
+    main()
