@@ -12,7 +12,7 @@ import re
 import pytest
 from conftest import ROOT
 from helpers.ansible_run import ansible_playbook
-from helpers.sandbox_run import HOST_VARS, INVENTORY, adhoc, playbook, recap, systemctl
+from helpers.sandbox_run import HOST_VARS, INVENTORY, adhoc, main_pids, on, playbook, recap, systemctl
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox needs root")
 # Each test ends with the converging site.yml run it checks; the weights test touches no service.
@@ -80,3 +80,32 @@ def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster)
         "src=%s/config.json dest=/var/tmp/k3-weights/config.json remote_src=true" % model,
     )
     assert ansible_playbook("site.yml", *args, inventory=INVENTORY).returncode == 0
+
+
+def test_a_host_whose_checkpoint_copy_is_gone_gets_it_back_from_the_others_by_bittorrent(cluster):
+    """The sandbox fetches its checkpoint from its hub (olah on k3-sb-mon) once, into each engine host's
+    own folder. A copy removed from one host: --check names it and moves nothing; the next run brings
+    it from a host that holds it (a seed, by BitTorrent: the hub is not asked), checked against the
+    hub's hashes, without restarting any service; the run after that changes nothing."""
+    model = "/srv/k3-models/tiny-llama"
+    before = main_pids({"k3-sb-dp1": "k3-engine", "k3-sb-decode": "k3-decode"})
+    on("k3-sb-dp1", "rm -rf %s" % model)
+    args = ("--tags", "prerequisites")
+    checked = playbook("site.yml", "--check", *args)
+    assert recap(checked.stdout)["k3-sb-dp1"]["changed"] >= 1
+    assert "model (%s) would come from k3-sb-" % model in checked.stdout
+    assert on("k3-sb-dp1", "test -e %s; echo $?" % model, check=False).stdout.strip() == "1"
+    brought = playbook("site.yml", *args)
+    counts = recap(brought.stdout)
+    assert counts["k3-sb-dp1"]["changed"] >= 1 and "Download by BitTorrent" in brought.stdout
+    # Only the host without it received it; the hub was not asked again.
+    assert "changed: [k3-sb-dp0] => (item=model" not in brought.stdout
+    stamp = on("k3-sb-dp1", "cat %s/.k3-source.json" % model).stdout
+    assert '"repo": "k3-sandbox/tiny-llama"' in stamp and '"sha256":' in stamp
+    same = on("k3-sb-dp0", "cd %s && sha256sum *" % model).stdout
+    assert on("k3-sb-dp1", "cd %s && sha256sum *" % model).stdout == same
+    # The transfer's tracker and seeder are gone, no service restarted.
+    assert on("k3-sb-dp0", "systemctl list-units --all --no-legend 'k3-fanout*'").stdout.strip() == ""
+    assert main_pids({"k3-sb-dp1": "k3-engine", "k3-sb-decode": "k3-decode"}) == before
+    again = playbook("site.yml", *args)
+    assert all(c["changed"] == 0 for c in recap(again.stdout).values()), again.stdout[-3000:]
