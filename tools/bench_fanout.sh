@@ -3,7 +3,8 @@
 # one fixed rate; how long until every receiver holds a copy checked against the checkpoint's
 # SHA-256 list, divided by the time of one copy over one link.
 #
-#   tools/bench_fanout.sh [SIZE_GIB] [RATE_MBIT] [RECEIVERS...]    (default: 2 1000 2 4 8)
+#   tools/bench_fanout.sh [SIZE_GIB] [RATE_MBIT] [RECEIVERS...]    (default: 2 500 2 4 8)
+#   K3_FANOUT_PIECE=N (default 23: 2^N-byte pieces, the role's)  K3_FANOUT_RSYNC=0 (BitTorrent only)
 #
 # The hosts are network namespaces on a bridge of their own (fvbr0, 10.79.0.0/24), each link
 # shaped with tc tbf both ways (netem is not available here). The checkpoint is generated: safetensors
@@ -21,7 +22,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 REPO=$(pwd -P)
 SIZE_GIB=${1:-2}
-RATE=${2:-1000}
+RATE=${2:-500}
+PIECE=${K3_FANOUT_PIECE:-23}
+WITH_RSYNC=${K3_FANOUT_RSYNC:-1}
 shift $(($# < 2 ? $# : 2))
 RECEIVERS=("$@")
 ((${#RECEIVERS[@]})) || RECEIVERS=(2 4 8)
@@ -92,24 +95,28 @@ CHECK=$(elapsed "$start")
 rm -rf "$WORK/one"
 log "one copy over one link: $ONE s; checking one copy: $CHECK s"
 
-printf '| receivers | rsync from one source: last copy (s) | figure | BitTorrent: last copy (s) | figure |\n|---|---|---|---|---|\n'
+printf '| receivers | rsync from one source: last copy (s) | figure | with one check | BitTorrent: last copy (s) | figure | with one check |\n'
+printf '|---|---|---|---|---|---|---|\n'
 for n in "${RECEIVERS[@]}"; do
-  # rsync: every receiver from the one source at once.
-  start=$(date +%s.%N)
-  pids=()
-  for i in $(seq 1 "$n"); do
-    ip netns exec "fv$i" rsync -a "rsync://$SEED/ckpt/" "$WORK/r$i/" &
-    pids+=($!)
-  done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  RS=$(elapsed "$start")
-  for i in $(seq 1 "$n"); do
-    checked "$WORK/r$i"
-    rm -rf "$WORK/r$i"
-  done
+  RS=0
+  if ((WITH_RSYNC)); then
+    # rsync: every receiver from the one source at once.
+    start=$(date +%s.%N)
+    pids=()
+    for i in $(seq 1 "$n"); do
+      ip netns exec "fv$i" rsync -a "rsync://$SEED/ckpt/" "$WORK/r$i/" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    RS=$(elapsed "$start")
+    for i in $(seq 1 "$n"); do
+      checked "$WORK/r$i"
+      rm -rf "$WORK/r$i"
+    done
+  fi
   # BitTorrent as the role runs it.
   rm -f "$WORK/ckpt.torrent"
-  mktorrent -p -l 23 -a "http://$SEED:6969/announce" -o "$WORK/ckpt.torrent" "$WORK/seed/ckpt" >/dev/null
+  mktorrent -p -l "$PIECE" -a "http://$SEED:6969/announce" -o "$WORK/ckpt.torrent" "$WORK/seed/ckpt" >/dev/null
   "${ARIA[@]}" --show-files=true "$WORK/ckpt.torrent" | sed -n 's/^Info Hash: //p' >"$WORK/whitelist"
   # opentracker started as root drops to an unprivileged user before it reads its whitelist.
   chmod 0755 "$WORK"
@@ -138,6 +145,7 @@ for n in "${RECEIVERS[@]}"; do
     rm -rf "$WORK/b$i"
   done
   awk -v n="$n" -v rs="$RS" -v bt="$BT" -v one="$ONE" -v chk="$CHECK" 'BEGIN {
-    printf "| %d | %.1f | %.2f | %.1f | %.2f |\n", n, rs, (rs + chk) / one, bt, (bt + chk) / one }'
+    printf "| %d | %.1f | %.2f | %.2f | %.1f | %.2f | %.2f |\n", n, rs, rs / one, (rs + chk) / one, bt, bt / one, (bt + chk) / one }'
 done
-log "figure: (last copy + one check) / one copy over one link; every copy was checked against the SHA-256 list"
+log "figure: last copy / one copy over one link (with one check: plus the time one node takes to check its copy);"
+log "every copy was checked against the SHA-256 list; pieces of 2^$PIECE bytes"

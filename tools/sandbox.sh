@@ -562,9 +562,9 @@ start_hub() {
       mkdir -p /var/cache/k3-sandbox-hub && printf '%s' '$config' >/var/cache/k3-sandbox-hub/olah.toml &&
       systemd-run --unit=k3-sandbox-hub --quiet --working-directory=/var/cache/k3-sandbox-hub \
         $REPO/.venv/services/bin/olah-cli -c /var/cache/k3-sandbox-hub/olah.toml; }"
-    local i
-    for i in $(seq 1 100); do
-      curl -fsS -o /dev/null "http://${IP[$h]}:$HUB_PORT/api/models/k3-sandbox/tiny-llama/refs" 2>/dev/null && break
+    local tries=100
+    until curl -fsS -o /dev/null "http://${IP[$h]}:$HUB_PORT/api/models/k3-sandbox/tiny-llama/refs" 2>/dev/null; do
+      ((--tries > 0)) || break
       sleep 0.2
     done
     log "$h: model hub (olah) on http://${IP[$h]}:$HUB_PORT"

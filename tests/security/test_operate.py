@@ -167,6 +167,8 @@ PACKAGE_BOOKKEEPING = (
     "var/log/apt/",
     "var/log/dpkg.log",
     "var/cache/debconf/",
+    # The distribution's ldconfig trigger, after a package that ships libraries (aria2's).
+    "etc/ld.so.cache",
 )
 
 
