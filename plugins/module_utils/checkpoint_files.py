@@ -61,6 +61,14 @@ def problems(folder, files, workers=8):
         return [message for message in found if message]
 
 
+def discard(folder, found):
+    """Remove from ``folder`` each file ``found`` (problems' messages) names: the next run brings it again."""
+    for message in found:
+        bad = os.path.join(folder, message.split(": ")[0])
+        if os.path.isfile(bad):
+            os.unlink(bad)
+
+
 def stamp_content(source, files):
     return json.dumps({"source": source, "files": files}, indent=1, sort_keys=True) + "\n"
 

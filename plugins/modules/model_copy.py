@@ -116,10 +116,7 @@ def main():
         module.exit_json(changed=params["state"] == "present", present=False, free_bytes=free)
     staged = params["staged"]
     found = files_.problems(staged, files)
-    for message in found:
-        bad = os.path.join(staged, message.split(": ")[0])
-        if os.path.isfile(bad):
-            os.unlink(bad)
+    files_.discard(staged, found)  # the next run brings them again; what matched stays
     if found:
         module.fail_json(
             msg="%s (%s): the copy that came is not the publisher's, nothing moved into place: %s"

@@ -152,11 +152,7 @@ def _fetch(module, staging, files):
     os.makedirs(staging, exist_ok=True)
     download(params["source"], params["token"], staging, params["workers"])
     found = files_.problems(staging, files)
-    for message in found:
-        # The next run fetches it again; the rest stays for it.
-        bad = os.path.join(staging, message.split(": ")[0])
-        if os.path.isfile(bad):
-            os.unlink(bad)
+    files_.discard(staging, found)  # the next run brings them again; what matched stays
     if found:
         module.fail_json(
             msg="%s (%s): not as the publisher's, nothing moved into place: %s"
