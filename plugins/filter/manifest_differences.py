@@ -26,6 +26,16 @@ options:
       - "Host name to the manifests an earlier step of the run made (kimi_k3.serving.preflight_host's
         C(manifests)), taken for a host whose list in the input is empty."
     type: dict
+  published:
+    description:
+      - "Checkpoint folder to the publisher's files (path, size, sha256 or blob_id) of a checkpoint fetched
+        from a hub: every node's folder is compared with it too (names and sizes always, the SHA-256 where
+        the manifest has a file's whole hash)."
+    type: dict
+  mode:
+    description: "The manifests' mode (quick: whole hashes of small files only; full: of every file)."
+    type: str
+    default: quick
 """
 
 EXAMPLES = r"""

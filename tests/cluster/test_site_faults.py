@@ -6,6 +6,7 @@ systemd and SSH. Needs root; the deployed sandbox is tests/helpers/cluster_sandb
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -98,6 +99,10 @@ def test_a_host_whose_checkpoint_copy_is_gone_gets_it_back_from_the_others_by_bi
     brought = playbook("site.yml", *args)
     counts = recap(brought.stdout)
     assert counts["k3-sb-dp1"]["changed"] >= 1 and "Download by BitTorrent" in brought.stdout
+    # Its progress as it went, in the output and in the transfer's progress log on the host.
+    assert re.search(r"model: [\d.]+ k?B of [\d.]+ kB \(\d+ %\)", brought.stdout), brought.stdout[-3000:]
+    readings = on("k3-sb-dp1", "cat /var/lib/kimi-k3/fanout/model.progress").stdout.splitlines()
+    assert readings and json.loads(readings[-1])["total"] > 0
     # Only the host without it received it; the hub was not asked again.
     assert "changed: [k3-sb-dp0] => (item=model" not in brought.stdout
     stamp = on("k3-sb-dp1", "cat %s/.k3-source.json" % model).stdout

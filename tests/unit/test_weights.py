@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from ansible_collections.kimi_k3.serving.plugins.module_utils import checkpoint_manifest as model_manifest
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._weights import manifest_differences
 
@@ -75,3 +77,52 @@ def test_a_host_that_did_not_describe_again_is_compared_by_what_preflight_descri
     assert manifest_differences({"n0": [same], "n1": [same]}, {"n1": [other]}) == []
     # Neither: the folder is missing on n1.
     assert manifest_differences({"n0": [same], "n1": []}, {})[0].startswith("host n1: ")
+
+
+def published(root, big_sha256=None):
+    """The publisher's list of make_checkpoint's files, as a hub gives it (a hidden file among them)."""
+    config = (root / "config.json").read_bytes()
+    return [
+        {"path": ".gitattributes", "size": 1519, "blob_id": "a" * 40},
+        {"path": "config.json", "size": len(config), "blob_id": "b" * 40},
+        {
+            "path": "model-00001.safetensors",
+            "size": 3 * 1024 * 1024,
+            "sha256": big_sha256 or hashlib.sha256(b"\1" * 3 * 1024 * 1024).hexdigest(),
+        },
+    ]
+
+
+def test_every_node_that_holds_the_publishers_files_passes_whatever_its_hidden_files(tmp_path):
+    root = make_checkpoint(tmp_path / "a")
+    m = model_manifest.manifest(str(root), "quick", 1 << 24)
+    assert manifest_differences({"n0": [m], "n1": [m]}, published={m["path"]: published(root)}) == []
+
+
+def test_a_folder_the_nodes_agree_on_is_still_refused_when_it_is_not_the_publishers(tmp_path):
+    root = make_checkpoint(tmp_path / "a")
+    (root / "notes.txt").write_text("added by hand")
+    m = model_manifest.manifest(str(root), "quick", 1 << 24)
+    wrong = published(root, big_sha256="0" * 64)
+    wrong[1]["size"] += 1
+    (problem,) = manifest_differences({"n0": [m], "n1": []}, described={"n1": [m]}, published={m["path"]: wrong})[:1]
+    assert problem.startswith("host n0: %s is not the publisher's revision: " % root)
+    assert "config.json: %d bytes, the publisher's has %d" % (wrong[1]["size"] - 1, wrong[1]["size"]) in problem
+    assert "notes.txt: not in the publisher's revision" in problem and "Fix: run site.yml again" in problem
+    # The shard's hash is whole in this manifest (it is small), so it is compared: it differs.
+    assert "model-00001.safetensors: SHA-256 " in problem
+    assert len(manifest_differences({"n0": [m], "n1": [m]}, published={m["path"]: wrong})) == 2
+
+
+def test_a_big_files_partial_checksum_is_compared_only_in_full_mode():
+    size = 32 * 1024 * 1024  # above 16 MiB: quick mode hashes only its ends
+    listed = {"/m": [{"path": "w.safetensors", "size": size, "sha256": "f" * 64}]}
+    node = {
+        "path": "/m",
+        "exists": True,
+        "digest": "d",
+        "entries": {"w.safetensors": {"size": size, "sha256": "e" * 64}},
+    }
+    assert manifest_differences({"n0": [node]}, published=listed) == []
+    (problem,) = manifest_differences({"n0": [node]}, published=listed, mode="full")
+    assert "w.safetensors: SHA-256 %s, the publisher's is %s" % ("e" * 64, "f" * 64) in problem

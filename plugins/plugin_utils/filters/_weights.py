@@ -5,7 +5,12 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors, needs_plan
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._model_sources import fanout, model_sources
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._model_sources import (
+    fanout,
+    model_published,
+    model_sources,
+    transfer_watch,
+)
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._weights import manifest_differences
 
 
@@ -27,4 +32,6 @@ class Filters:
             "manifest_differences": filter_errors(manifest_differences),
             "model_sources": _model_sources,
             "model_fanout": _model_fanout,
+            "transfer_watch": filter_errors(transfer_watch),
+            "model_published": filter_errors(model_published),
         }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import posixpath
 import re
 from urllib.parse import urlsplit
 
@@ -142,3 +143,36 @@ def fanout(checkpoints, holding, hosts, seed=None):
 def _present(results, index):
     results = results or []
     return index < len(results) and bool(results[index].get("present"))
+
+
+def transfer_watch(jobs, log_dir):
+    """The fetches a seed started in the background (their registered results, each over the
+    seed's listing of one checkpoint) -> what the role's progress loop reads:
+    ``[{name, job, path: [staging folder], total, log}]``."""
+    out = []
+    for job in jobs or []:
+        listed = job["item"]
+        entry = listed["item"]
+        parent, base = posixpath.split(entry["path"].rstrip("/"))
+        out.append(
+            {
+                "name": entry["name"],
+                "job": job["ansible_job_id"],
+                "path": [posixpath.join(parent, ".%s.k3-partial" % base)],
+                "total": listed["bytes"],
+                "log": posixpath.join(log_dir, "%s-fetch.progress" % entry["name"]),
+            }
+        )
+    return out
+
+
+def model_published(checkpoints, listed):
+    """Per checkpoint of ``checkpoints`` (model_fanout's), its name, folder, source and the publisher's
+    files as its seed listed them (``listed``: the seeds' model_fetch results, each with its ``item``):
+    what is kept with the release and compared with every node's folder."""
+    files = {result["item"]["path"]: result["files"] for result in listed or [] if "files" in result}
+    return [
+        {"name": c["name"], "path": c["path"], "source": c["source"], "files": files[c["path"]]}
+        for c in checkpoints or []
+        if c["path"] in files
+    ]
