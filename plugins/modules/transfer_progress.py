@@ -87,7 +87,7 @@ left:
   returned: always
   type: float
 line:
-  description: The reading in words, e.g. C(model: 1.2 GB of 2.0 GB (60 %), 230.0 MB/s, 4 s left).
+  description: "The reading in words, for example C(model: 1.2 GB of 2.0 GB (60 %), 230.0 MB/s, 4 s left)."
   returned: always
   type: str
 """
