@@ -2,9 +2,10 @@
 
 Real: the hosts, apt installing Debian's docker.io (from the local copy of Debian's packages that
 tools/fetch_debs.sh makes at install time: the hosts' distribution, as on an air-gapped site), the
-Docker engine under systemd, community.docker loading and
-inspecting images. TEST DOUBLES: the NVIDIA packages the nvidia role meets on these GB200-class
-hosts (r580 installed), and the engine image, a tiny docker-save archive under the planned tag
+Docker engine under systemd, community.docker loading, saving and inspecting images, and the image
+brought from the node that loaded it to the other by BitTorrent (aria2, mktorrent, opentracker).
+TEST DOUBLES: the NVIDIA packages the nvidia role meets on these GB200-class hosts (r580
+installed), and the engine image, a tiny docker-save archive under the planned tag
 vllm/vllm-openai:kimi-k3, in two builds (tests/prerequisites/build_repo.py).
 """
 
@@ -42,6 +43,14 @@ def test_docker_from_the_distribution_with_the_image_loaded_everywhere(test_host
     assert all(recap(out.stdout)[h]["changed"] > 0 for h in NAMES)
     ids = {image_id(test_hosts, h) for h in NAMES}
     assert len(ids) == 1 and ids.pop().startswith("sha256:")
+    # The site's archive is loaded once, on k3-dk-0; k3-dk-1 gets the image from k3-dk-0 by
+    # BitTorrent (docker save there, the archive checked against its SHA-256, docker load here).
+    assert "changed: [k3-dk-0] => (item=%s (load))" % IMAGE in out.stdout
+    assert "changed: [k3-dk-1] => (item=%s (load))" % IMAGE not in out.stdout
+    assert "Download by BitTorrent" in out.stdout and "Load it on every target (docker load)" in out.stdout
+    for host in NAMES:  # the archives go; the tracker and the seeder stopped
+        assert test_hosts.shell(host, "ls -A /var/lib/kimi-k3/images") == ""
+        assert test_hosts.shell(host, "systemctl list-units --all --no-legend 'k3-fanout*'") == ""
     for host in NAMES:
         assert test_hosts.shell(host, "systemctl is-active docker") == "active"
         assert test_hosts.shell(host, "dpkg-query -W -f '${Status}' docker.io") == "install ok installed"

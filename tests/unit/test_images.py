@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._images import image_differences
+import pytest
+
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._images import (
+    ImagesError,
+    image_differences,
+    image_fanout,
+)
 
 TAG = "vllm/vllm-openai:kimi-k3"
 
@@ -31,3 +37,60 @@ def test_a_different_build_is_named_with_its_hosts():
 
 def test_hosts_without_images_are_ignored():
     assert image_differences({"n0": [info("sha256:aa", TAG)], "router": []}) == []
+
+
+ROUTER = "docker.io/vllm/vllm-router:v0.1.17"
+PINNED = "nvcr.io/nvidia/k8s/dcgm-exporter@sha256:" + "a" * 64
+HOSTS = ["n0", "n1", "n2"]
+
+
+def test_an_image_no_node_holds_is_pulled_once_and_brought_to_the_others():
+    needs = {"n0": [TAG], "n1": [TAG, ROUTER], "n2": [TAG]}
+    assert image_fanout(needs, {}, HOSTS) == [
+        {
+            "image": TAG,
+            "name": "vllm-vllm-openai-kimi-k3",
+            "path": "/var/lib/kimi-k3/images/vllm-vllm-openai-kimi-k3",
+            "seed": "n0",
+            "how": "pull",
+            "targets": ["n1", "n2"],
+        },
+        {
+            "image": ROUTER,
+            "name": "docker.io-vllm-vllm-router-v0.1.17",
+            "path": "/var/lib/kimi-k3/images/docker.io-vllm-vllm-router-v0.1.17",
+            "seed": "n1",
+            "how": "pull",
+            "targets": [],
+        },
+    ]
+
+
+def test_a_node_that_holds_it_seeds_it_and_only_nodes_without_it_receive_it():
+    needs = {host: [TAG] for host in HOSTS}
+    (entry,) = image_fanout(needs, {"n1": [info("sha256:aa", TAG)]}, HOSTS)
+    assert (entry["seed"], entry["how"], entry["targets"]) == ("n1", None, ["n0", "n2"])
+    everywhere = {host: [info("sha256:aa", TAG)] for host in HOSTS}
+    assert image_fanout(needs, everywhere, HOSTS)[0]["targets"] == []
+
+
+def test_an_air_gapped_site_loads_its_archive_once_on_the_seed_it_names():
+    needs = {host: [TAG] for host in HOSTS}
+    (entry,) = image_fanout(needs, {}, HOSTS, seed="n2", archives={TAG: "/srv/images/engine.tar"})
+    assert (entry["seed"], entry["how"], entry["targets"]) == ("n2", "load", ["n0", "n1"])
+
+
+def test_an_image_pinned_by_digest_is_pulled_by_each_node_that_lacks_it():
+    needs = {host: [PINNED] for host in HOSTS}
+    held = {"n0": [{"Id": "sha256:ee", "RepoTags": [], "RepoDigests": [PINNED]}]}
+    out = image_fanout(needs, held, HOSTS)
+    assert [(e["seed"], e["how"], e["targets"]) for e in out] == [("n1", "pull", []), ("n2", "pull", [])]
+
+
+def test_different_builds_and_a_seed_outside_the_run_are_refused_before_anything_moves():
+    needs = {host: [TAG] for host in HOSTS}
+    with pytest.raises(ImagesError) as found:
+        image_fanout(needs, {"n0": [info("sha256:aa", TAG)], "n1": [info("sha256:bb", TAG)]}, HOSTS, seed="n9")
+    message = str(found.value)
+    assert "the image differs between nodes (sha256:aa on n0; sha256:bb on n1)" in message
+    assert "container_runtime_seed 'n9': not one of the hosts of this run (n0, n1, n2)" in message

@@ -1,15 +1,15 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Filter over plugin_utils/platforms/_images.py."""
+"""Filters over plugin_utils/platforms/_images.py."""
 
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._images import image_differences
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._images import image_differences, image_fanout
 
 
 class Filters:
     """kimi_k3.serving container image filters."""
 
     def filters(self):
-        return {"image_differences": filter_errors(image_differences)}
+        return {"image_differences": filter_errors(image_differences), "image_fanout": filter_errors(image_fanout)}
