@@ -85,7 +85,8 @@ def test_weights_that_differ_between_two_hosts_are_reported_naming_both(cluster)
 
 def test_a_host_whose_checkpoint_copy_is_gone_gets_it_back_from_the_others_by_bittorrent(cluster):
     """The sandbox fetches its checkpoint from its hub (olah on k3-sb-mon) once, into each engine host's
-    own folder. A copy removed from one host: --check names it and moves nothing; the next run brings
+    own folder. A copy removed from one host: --check names it and moves nothing; a run while the host
+    has no room names it and moves nothing; the next run brings
     it from a host that holds it (a seed, by BitTorrent: the hub is not asked), checked against the
     hub's hashes, without restarting any service; the run after that changes nothing."""
     model = "/srv/k3-models/tiny-llama"
@@ -96,6 +97,16 @@ def test_a_host_whose_checkpoint_copy_is_gone_gets_it_back_from_the_others_by_bi
     assert recap(checked.stdout)["k3-sb-dp1"]["changed"] >= 1
     assert "model (%s) would come from k3-sb-" % model in checked.stdout
     assert on("k3-sb-dp1", "test -e %s; echo $?" % model, check=False).stdout.strip() == "1"
+    # No room there: named with the host and the sizes before anything moves (the seed's tracker
+    # never starts); the run after it, with room, brings the copy.
+    on("k3-sb-dp1", "mount -t tmpfs -o size=64k tmpfs /srv/k3-models")
+    try:
+        full = playbook("site.yml", *args, check=False)
+    finally:
+        on("k3-sb-dp1", "umount /srv/k3-models")
+    assert full.returncode != 0 and "Download by BitTorrent" not in full.stdout
+    assert re.search(r"k3-sb-dp1: %s \(model\) needs \d+ bytes and its filesystem has \d+ free" % model, full.stdout)
+    assert "Nothing was fetched or moved." in full.stdout
     brought = playbook("site.yml", *args)
     counts = recap(brought.stdout)
     assert counts["k3-sb-dp1"]["changed"] >= 1 and "Download by BitTorrent" in brought.stdout

@@ -12,27 +12,19 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 
 import pytest
 from conftest import ROOT, VENV_BIN
-from helpers.ansible_run import run
+from helpers.model_fetch import SERVICES, free_port, model_fetch, result
 
-SERVICES = ROOT / ".venv" / "services" / "bin"
 REPO = "k3-test/fetched"
 WEIGHTS = 48 * 1024 * 1024
 SOURCE = {"hub": "huggingface", "repo": REPO}
 
 pytestmark = pytest.mark.skipif(not (SERVICES / "olah-cli").exists(), reason="no olah: make venv-vllm (tools/venvs.sh)")
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -95,19 +87,7 @@ def fetch(hub, dest, check=True, revision=None, endpoint=None, **extra):
         },
         **extra,
     }
-    return run(
-        VENV_BIN / "ansible",
-        "localhost",
-        "-m",
-        "kimi_k3.serving.model_fetch",
-        "-a",
-        json.dumps(args),
-        "-e",
-        "ansible_python_interpreter=%s" % (SERVICES / "python"),
-        "-o",
-        check=check,
-        timeout=300,
-    )
+    return model_fetch(args, check=check)
 
 
 def descendants(pid):
@@ -126,10 +106,6 @@ def descendants(pid):
         found.extend(children)
         todo.extend(children)
     return found
-
-
-def result(proc):
-    return json.loads(proc.stdout.split("=>", 1)[1])
 
 
 def test_fetched_verified_moved_into_place_and_a_rerun_fetches_nothing(hub, tmp_path):

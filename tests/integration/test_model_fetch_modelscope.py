@@ -9,10 +9,8 @@ on an Ascend seed.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,10 +18,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from conftest import ROOT, VENV_BIN
-from helpers.ansible_run import run
+from conftest import ROOT
+from helpers.model_fetch import SERVICES, free_port, model_fetch, result
 
-SERVICES = ROOT / ".venv" / "services" / "bin"
 REPO = "Eco-Tech/K3-test"
 COMMIT = "5f1c0e4d9a7b3c2e1f0a9b8c7d6e5f4a3b2c1d0e"
 TOKEN = "ms-test-token"  # noqa: S105 - the double's token, not a secret
@@ -34,12 +31,6 @@ pytestmark = pytest.mark.skipif(
     or subprocess.run([str(SERVICES / "python"), "-c", "import modelscope_hub"], check=False).returncode,
     reason="no modelscope SDK: tools/venvs.sh services",
 )
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -80,23 +71,7 @@ def fetch(hub, dest, check=True, token=TOKEN, revision="v1.0"):
         "source": {"hub": "modelscope", "repo": REPO, "revision": revision, "endpoint": hub["endpoint"]},
         "token": token,
     }
-    return run(
-        VENV_BIN / "ansible",
-        "localhost",
-        "-m",
-        "kimi_k3.serving.model_fetch",
-        "-a",
-        json.dumps(args),
-        "-e",
-        "ansible_python_interpreter=%s" % (SERVICES / "python"),
-        "-o",
-        check=check,
-        timeout=300,
-    )
-
-
-def result(proc):
-    return json.loads(proc.stdout.split("=>", 1)[1])
+    return model_fetch(args, check=check)
 
 
 def test_fetched_with_the_sdk_checked_against_every_sha256_and_a_rerun_fetches_nothing(hub, tmp_path):
@@ -143,3 +118,18 @@ def test_a_file_served_unlike_its_listed_sha256_is_refused_naming_it(hub, tmp_pa
     assert not (tmp_path / "K3").exists()
     assert result(fetch(hub, tmp_path / "K3"))["changed"]
     assert (tmp_path / "K3" / shard.name).read_bytes() == original
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small filesystem needs root")
+def test_no_room_is_named_with_what_is_needed_before_anything_is_fetched(hub, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)], check=True)
+    try:
+        full = fetch(hub, small / "K3", check=False)
+        assert full.returncode != 0
+        assert "model (%s): %d bytes still to fetch, " % (small / "K3", 2 * WEIGHTS + 24) in full.stdout
+        assert "free on its filesystem: free space or choose another folder" in full.stdout
+        assert sorted(p.name for p in small.iterdir()) == []  # nothing fetched, nothing left
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
