@@ -28,10 +28,12 @@ options:
     type: dict
   published:
     description:
-      - "Checkpoint folder to the publisher's files (path, size, sha256 or blob_id) of a checkpoint fetched
-        from a hub: every node's folder is compared with it too (names and sizes always, the SHA-256 where
-        the manifest has a file's whole hash)."
-    type: dict
+      - "The checkpoints fetched from a hub, each with its folder (C(path)) and the publisher's files
+        (C(files): path, size, sha256 or blob_id), as kimi_k3.serving.model_published gives them: every
+        node's folder is compared with them too (names and sizes always, the SHA-256 where the manifest
+        has a file's whole hash)."
+    type: list
+    elements: dict
   mode:
     description: "The manifests' mode (quick: whole hashes of small files only; full: of every file)."
     type: str

@@ -73,6 +73,12 @@ def stamp_content(source, files):
     return json.dumps({"source": source, "files": files}, indent=1, sort_keys=True) + "\n"
 
 
+def staging_folder(dest):
+    """The folder a checkpoint is fetched into before it becomes ``dest``: ``.<name>.k3-partial`` beside it."""
+    parent, name = os.path.split(dest.rstrip("/"))
+    return os.path.join(parent, ".%s.k3-partial" % name)
+
+
 def read_stamp(folder):
     try:
         with open(os.path.join(folder, STAMP), encoding="utf-8") as handle:

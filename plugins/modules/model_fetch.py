@@ -147,11 +147,6 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils import checkpoint_
 from ansible_collections.kimi_k3.serving.plugins.module_utils.model_hub import HubError, download, hub_files
 
 
-def _staging(dest):
-    parent, name = os.path.split(dest.rstrip("/"))
-    return os.path.join(parent, ".%s.k3-partial" % name)
-
-
 def _fetch(module, staging, files):
     params = module.params
     needed = sum(entry["size"] for entry in files) - files_.present_bytes(staging, files)
@@ -212,7 +207,7 @@ def main():
     there = files_.stamped(dest, source, files) and not files_.problems(dest, files)
     if there or module.check_mode:
         module.exit_json(changed=not there, **result)
-    staging = _staging(dest)
+    staging = files_.staging_folder(dest)
     if os.path.isdir(dest) and not os.path.isdir(staging):
         os.rename(dest, staging)  # its files that match are kept; the client fetches the rest
     try:

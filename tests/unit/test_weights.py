@@ -96,7 +96,7 @@ def published(root, big_sha256=None):
 def test_every_node_that_holds_the_publishers_files_passes_whatever_its_hidden_files(tmp_path):
     root = make_checkpoint(tmp_path / "a")
     m = model_manifest.manifest(str(root), "quick", 1 << 24)
-    assert manifest_differences({"n0": [m], "n1": [m]}, published={m["path"]: published(root)}) == []
+    assert manifest_differences({"n0": [m], "n1": [m]}, published=[{"path": m["path"], "files": published(root)}]) == []
 
 
 def test_a_folder_the_nodes_agree_on_is_still_refused_when_it_is_not_the_publishers(tmp_path):
@@ -105,18 +105,20 @@ def test_a_folder_the_nodes_agree_on_is_still_refused_when_it_is_not_the_publish
     m = model_manifest.manifest(str(root), "quick", 1 << 24)
     wrong = published(root, big_sha256="0" * 64)
     wrong[1]["size"] += 1
-    (problem,) = manifest_differences({"n0": [m], "n1": []}, described={"n1": [m]}, published={m["path"]: wrong})[:1]
+    (problem,) = manifest_differences(
+        {"n0": [m], "n1": []}, described={"n1": [m]}, published=[{"path": m["path"], "files": wrong}]
+    )[:1]
     assert problem.startswith("host n0: %s is not the publisher's revision: " % root)
     assert "config.json: %d bytes, the publisher's has %d" % (wrong[1]["size"] - 1, wrong[1]["size"]) in problem
     assert "notes.txt: not in the publisher's revision" in problem and "Fix: run site.yml again" in problem
     # The shard's hash is whole in this manifest (it is small), so it is compared: it differs.
     assert "model-00001.safetensors: SHA-256 " in problem
-    assert len(manifest_differences({"n0": [m], "n1": [m]}, published={m["path"]: wrong})) == 2
+    assert len(manifest_differences({"n0": [m], "n1": [m]}, published=[{"path": m["path"], "files": wrong}])) == 2
 
 
 def test_a_big_files_partial_checksum_is_compared_only_in_full_mode():
     size = 32 * 1024 * 1024  # above 16 MiB: quick mode hashes only its ends
-    listed = {"/m": [{"path": "w.safetensors", "size": size, "sha256": "f" * 64}]}
+    listed = [{"path": "/m", "files": [{"path": "w.safetensors", "size": size, "sha256": "f" * 64}]}]
     node = {
         "path": "/m",
         "exists": True,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.checkpoint_files import staging_folder
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils._paths import DATA_DIR
 
 SOURCES_FILE = os.path.join(DATA_DIR, "model_sources.yml")
@@ -153,12 +154,11 @@ def transfer_watch(jobs, log_dir):
     for job in jobs or []:
         listed = job["item"]
         entry = listed["item"]
-        parent, base = posixpath.split(entry["path"].rstrip("/"))
         out.append(
             {
                 "name": entry["name"],
                 "job": job["ansible_job_id"],
-                "path": [posixpath.join(parent, ".%s.k3-partial" % base)],
+                "path": [staging_folder(entry["path"])],
                 "total": listed["bytes"],
                 "log": posixpath.join(log_dir, "%s-fetch.progress" % entry["name"]),
             }

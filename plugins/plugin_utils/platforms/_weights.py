@@ -43,15 +43,17 @@ def _against_publisher(host, manifest, files, mode):
 def publisher_differences(per_host, published, mode="quick"):
     """Every node's folder of a fetched checkpoint against its publisher's list.
 
-    ``published``: {checkpoint folder: the publisher's files (path, size, sha256 or blob_id)}. The
+    ``published``: per fetched checkpoint its ``path`` (the folder) and ``files``, the publisher's
+    list (path, size, sha256 or blob_id), as kimi_k3.serving.model_published gives them. The
     names and sizes are compared always; the SHA-256 of a file wherever the manifest has its whole
     hash (small files, or every file in ``mode`` full). A Git blob id is checked when the file is
     fetched or copied, not here."""
+    lists = {checkpoint["path"]: checkpoint["files"] for checkpoint in published or []}
     problems = []
     for host in sorted(per_host):
         for m in per_host[host] or []:
-            if m.get("exists") and m["path"] in (published or {}):
-                problem = _against_publisher(host, m, published[m["path"]], mode)
+            if m.get("exists") and m["path"] in lists:
+                problem = _against_publisher(host, m, lists[m["path"]], mode)
                 if problem:
                     problems.append(problem)
     return problems
@@ -62,8 +64,8 @@ def manifest_differences(per_host, described=None, published=None, mode="quick")
 
     ``described``: the same, from an earlier step of the run (preflight_host's ``manifests``), taken
     for a host whose ``per_host`` entry is empty (it did not describe its folders again).
-    ``published``: {folder: the publisher's files} for the checkpoints fetched from a hub, each
-    node's folder compared with it too (publisher_differences; ``mode`` the manifests' mode).
+    ``published``: the checkpoints fetched from a hub with the publisher's files (model_published),
+    each node's folder compared with them too (publisher_differences; ``mode`` the manifests' mode).
 
     Returns one problem string per missing folder and per folder whose revision differs between
     hosts, naming the hosts on each side and a few of the files that differ, then one per node whose
