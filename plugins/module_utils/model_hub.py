@@ -2,19 +2,27 @@
 # Apache License 2.0
 """A checkpoint's files listed and fetched with its hub's own client (source["hub"] chooses it).
 
-Each client gives the publisher's files of a pinned revision (path, size and hash) and downloads
-them, resumable, into a staging folder; every refusal becomes a HubError naming cause and fix.
-A client's library is imported when it is used: the module runs under a Python that has it.
+Each hub's client gives the publisher's files of a pinned revision (path, size and hash) and
+downloads them, resumable, into a staging folder; every refusal becomes a HubError naming cause
+and fix. A client's library is imported when it is used: the module runs under a Python that has
+it. A plain file store (an HTTP(S) server, an S3 bucket) gives no list: the publisher's list comes
+as data, and its client (aria2c, rclone) fetches the files that list names.
 """
 
 from __future__ import annotations
 
-from ansible_collections.kimi_k3.serving.plugins.module_utils import hub_huggingface, hub_modelscope
+from ansible_collections.kimi_k3.serving.plugins.module_utils import (
+    hub_huggingface,
+    hub_modelscope,
+    store_s3,
+    store_url,
+)
 from ansible_collections.kimi_k3.serving.plugins.module_utils.model_hub_error import HubError
 
-CLIENTS = {"huggingface": hub_huggingface, "modelscope": hub_modelscope}
+CLIENTS = {"huggingface": hub_huggingface, "modelscope": hub_modelscope, "url": store_url, "s3": store_s3}
+STORES = ("url", "s3")
 
-__all__ = ["CLIENTS", "HubError", "download", "hub_files"]
+__all__ = ["CLIENTS", "STORES", "HubError", "download", "hub_files"]
 
 
 def hub_files(source, token):
@@ -22,6 +30,9 @@ def hub_files(source, token):
     return CLIENTS[source["hub"]].hub_files(source, token)
 
 
-def download(source, token, staging, workers):
-    """Every file of ``source`` into ``staging`` (what is already there at full size is kept)."""
+def download(source, token, staging, workers, files, run):
+    """Every file of ``source`` (a store's: every file of ``files``, with its program run by ``run``,
+    the module's run_command) into ``staging`` (what is already there at full size is kept)."""
+    if source["hub"] in STORES:
+        return CLIENTS[source["hub"]].download(source, token, staging, workers, files, run)
     return CLIENTS[source["hub"]].download(source, token, staging, workers)

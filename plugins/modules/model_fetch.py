@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""Fetch a checkpoint from Hugging Face or ModelScope, verified against the publisher's hashes."""
+"""Fetch a checkpoint from a hub or a file store, verified against the publisher's hashes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ description:
     downloads them with the hub's own client into a staging folder beside O(dest). Hugging Face
     (or a Hub-compatible mirror) gives the Git LFS SHA-256 of every weight file and the Git blob id
     of every small file, and C(huggingface_hub) fetches them; ModelScope (or a mirror of it) gives
-    the SHA-256 of every file, and the C(modelscope) SDK fetches them. Only when every file
+    the SHA-256 of every file, and the C(modelscope) SDK fetches them. A plain file store gives no
+    hashes, so for an HTTP(S) server (C(aria2c) fetches) or an S3-compatible bucket (C(rclone) fetches)
+    the publisher's list comes as data (O(published)). Only when every file
     matches is the staging folder moved to O(dest); a checkpoint is never half there under its
     final name. A corrupted or truncated file is named, removed from staging, and nothing is
     moved.
@@ -41,22 +43,40 @@ options:
       hub:
         description: The kind of hub.
         type: str
-        choices: [huggingface, modelscope]
+        choices: [huggingface, modelscope, url, s3]
         required: true
       repo:
-        description: The repository (owner/name).
+        description: The repository (owner/name); required for C(huggingface) and C(modelscope).
         type: str
-        required: true
       revision:
-        description: The revision (Hugging Face, a commit; ModelScope, a tag, a branch or a commit).
+        description:
+          - The revision (Hugging Face, a commit; ModelScope, a tag, a branch or a commit); required for the hubs.
+          - For C(url) and C(s3), a label of the copy.
         type: str
-        required: true
+      url:
+        description:
+          - The folder's address on a file store, required for C(url) (C(https://host/path)) and C(s3) (C(s3://bucket/prefix)).
+        type: str
+      files:
+        description: Where the publisher's list came from (the controller's file); recorded in the stamp.
+        type: str
       endpoint:
-        description: A mirror's address (Hub-compatible, or ModelScope-compatible); the hub itself when empty.
+        description:
+          - A mirror's address (Hub-compatible, or ModelScope-compatible); the hub itself when empty.
+          - For C(s3), the S3 endpoint of a bucket that is not on AWS (MinIO, Ceph RGW, ...).
         type: str
+  published:
+    description:
+      - The publisher's list for a file store (C(url), C(s3)), which gives none of its own.
+      - A list of files, each with C(path), C(size) and C(sha256) (or C(blob_id)), or a release's
+        C(checkpoints.json), whose checkpoint called O(name) is taken.
+    type: raw
   token:
-    description: The hub token (from the vault); never logged.
-    type: str
+    description:
+      - The hub's token (from the vault); never logged. For C(url), sent as a bearer token.
+      - For C(s3), a mapping of C(access_key_id), C(secret_access_key) and optionally C(session_token);
+        without it the host's own credentials are used (AWS_* variables, an instance role).
+    type: raw
   workers:
     description: Files downloaded side by side.
     type: int
@@ -102,6 +122,15 @@ EXAMPLES = r"""
       repo: Eco-Tech/Kimi-K3-w4a8
       revision: v1.0
     token: "{{ k3_model_weights_modelscope_token | default(omit) }}"
+
+- name: An air-gapped site's copy on its own file server, checked against a release's list
+  kimi_k3.serving.model_fetch:
+    name: model
+    dest: /models/Kimi-K3
+    source:
+      hub: url
+      url: https://files.site.example/Kimi-K3
+    published: "{{ lookup('ansible.builtin.file', 'releases/20261207T120000Z/checkpoints.json') | from_json }}"
 """
 
 RETURN = r"""
@@ -118,7 +147,7 @@ files:
       description: Its size in bytes.
       type: int
     sha256:
-      description: The SHA-256 of its content (Git LFS files on Hugging Face; every file on ModelScope).
+      description: The SHA-256 of its content (Git LFS files on Hugging Face; every file elsewhere).
       type: str
     blob_id:
       description: Its Git blob id (files kept in Git itself on Hugging Face).
@@ -144,7 +173,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils import checkpoint_files as files_
-from ansible_collections.kimi_k3.serving.plugins.module_utils.model_hub import HubError, download, hub_files
+from ansible_collections.kimi_k3.serving.plugins.module_utils.model_hub import STORES, HubError, download, hub_files
+
+# What each kind of source needs besides its hub.
+NEEDS = {"huggingface": ("repo", "revision"), "modelscope": ("repo", "revision"), "url": ("url",), "s3": ("url",)}
 
 
 def _fetch(module, staging, files):
@@ -157,7 +189,7 @@ def _fetch(module, staging, files):
             % (params["name"], params["dest"], needed, free)
         )
     os.makedirs(staging, exist_ok=True)
-    download(params["source"], params["token"], staging, params["workers"])
+    download(params["source"], params["token"], staging, params["workers"], files, module.run_command)
     found = files_.problems(staging, files)
     files_.discard(staging, found)  # the next run brings them again; what matched stays
     if found:
@@ -169,6 +201,30 @@ def _fetch(module, staging, files):
     return needed
 
 
+def _listed(module, source, dest):
+    """The publisher's files: the hub's listing, or for a file store the list given as data."""
+    params = module.params
+    missing = [key for key in NEEDS[source["hub"]] if not source.get(key)]
+    if source["hub"] in STORES and params["published"] is None:
+        missing.append("published")
+    if missing:
+        module.fail_json(
+            msg="%s (%s): a %s source needs %s" % (params["name"], dest, source["hub"], ", ".join(missing))
+        )
+    if source["hub"] in STORES:
+        try:
+            return files_.published_list(params["published"], params["name"])
+        except ValueError as exc:
+            module.fail_json(
+                msg="%s (%s): the publisher's list (%s) cannot be used: %s"
+                % (params["name"], dest, source.get("files") or "published", exc)
+            )
+    try:
+        return hub_files(source, params["token"])
+    except HubError as exc:
+        module.fail_json(msg="%s (%s): %s" % (params["name"], dest, exc))
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -178,13 +234,16 @@ def main():
                 "type": "dict",
                 "required": True,
                 "options": {
-                    "hub": {"type": "str", "required": True, "choices": ["huggingface", "modelscope"]},
-                    "repo": {"type": "str", "required": True},
-                    "revision": {"type": "str", "required": True},
+                    "hub": {"type": "str", "required": True, "choices": sorted(NEEDS)},
+                    "repo": {"type": "str"},
+                    "revision": {"type": "str"},
+                    "url": {"type": "str"},
+                    "files": {"type": "str"},
                     "endpoint": {"type": "str"},
                 },
             },
-            "token": {"type": "str", "no_log": True},
+            "published": {"type": "raw"},
+            "token": {"type": "raw", "no_log": True},
             "workers": {"type": "int", "default": 8},
             "verify": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
         },
@@ -194,14 +253,13 @@ def main():
     dest = params["dest"].rstrip("/")
     source = {key: value for key, value in params["source"].items() if value}
     start = time.monotonic()
-    if params["verify"] == "quick" and files_.stamped(dest, source):
+    # A file store's list is data (it costs nothing); a hub is asked only when the stamp does not answer.
+    files = _listed(module, source, dest) if source["hub"] in STORES else None
+    if params["verify"] == "quick" and files_.stamped(dest, source, files):
         # A pinned revision's files do not change: the stamp's list is the publisher's (the hub is not asked).
         files = files_.read_stamp(dest)["files"]
         module.exit_json(changed=False, files=files, bytes=sum(e["size"] for e in files), fetched_bytes=0, seconds=0.0)
-    try:
-        files = hub_files(source, params["token"])
-    except HubError as exc:
-        module.fail_json(msg="%s (%s): %s" % (params["name"], dest, exc))
+    files = files or _listed(module, source, dest)
     total = sum(entry["size"] for entry in files)
     result = {"files": files, "bytes": total, "fetched_bytes": 0, "seconds": 0.0}
     there = files_.stamped(dest, source, files) and not files_.problems(dest, files)

@@ -3,10 +3,14 @@ hoc, on the controller), under .venv/services' Python, which has the hubs' clien
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import socket
+import subprocess
+import time
 
-from conftest import ROOT, VENV_BIN
+from conftest import ROOT, VENV_BIN, nginx_program
 
 from helpers.ansible_run import run
 
@@ -39,3 +43,48 @@ def model_fetch(args, check=True):
 def result(proc):
     """The module's result in a one-line output."""
     return json.loads(proc.stdout.split("=>", 1)[1])
+
+
+@contextlib.contextmanager
+def token_gate(folder, token, inner):
+    """Debian's nginx on a free port of the loopback that answers only requests carrying ``token`` as
+    a bearer token, and refuses the others as the Hugging Face Hub refuses a bad token (HTTP 401 with
+    X-Error-Message "Invalid credentials in Authorization header", the header huggingface_hub reads).
+    ``inner``: what the allowed requests get (``root ...;`` serves a folder, ``proxy_pass ...;`` a
+    server). Yields its address."""
+    port = free_port()
+    temp = folder / "nginx"
+    temp.mkdir(parents=True, exist_ok=True)
+    config = temp / "nginx.conf"
+    config.write_text(
+        "daemon off;\npid %(t)s/nginx.pid;\nerror_log stderr;\n%(user)s\nevents {}\nhttp {\n"
+        "  access_log off;\n  client_body_temp_path %(t)s/body;\n  proxy_temp_path %(t)s/proxy;\n"
+        "  fastcgi_temp_path %(t)s/fastcgi;\n  uwsgi_temp_path %(t)s/uwsgi;\n  scgi_temp_path %(t)s/scgi;\n"
+        "  server {\n    listen 127.0.0.1:%(port)d;\n    location / {\n"
+        '      if ($http_authorization != "Bearer %(token)s") {\n'
+        '        add_header X-Error-Message "Invalid credentials in Authorization header" always;\n'
+        "        return 401;\n      }\n      %(inner)s\n    }\n  }\n}\n"
+        % {
+            "t": temp,
+            "user": "user root;" if os.geteuid() == 0 else "",
+            "port": port,
+            "token": token,
+            "inner": inner,
+        }
+    )
+    proc = subprocess.Popen([str(nginx_program()), "-c", str(config)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("nginx did not start: %s" % proc.stderr.read()) from None
+            time.sleep(0.05)
+    try:
+        yield "http://127.0.0.1:%d" % port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 from conftest import ROOT, VENV_BIN
-from helpers.model_fetch import SERVICES, free_port, model_fetch, result
+from helpers.model_fetch import SERVICES, free_port, model_fetch, result, token_gate
 
 REPO = "k3-test/fetched"
 WEIGHTS = 48 * 1024 * 1024
@@ -133,6 +133,23 @@ def test_a_wrong_revision_and_an_unreachable_hub_are_named(hub, tmp_path):
     gone = fetch(hub, tmp_path / "K3", check=False, endpoint=closed)
     assert gone.returncode != 0 and "cannot reach %s" % closed in gone.stdout and "HTTPS_PROXY" in gone.stdout
     assert not (tmp_path / "K3").exists()
+
+
+def test_a_token_the_hub_refuses_is_named_and_never_shown(hub, tmp_path):
+    """olah checks no token: Debian's nginx in front of it refuses every request without the right
+    one, as the Hub answers a bad token."""
+    right, wrong = "hf_right_0123456789", "hf_wrong_9876543210"  # noqa: S105 - test tokens
+    with token_gate(tmp_path, right, "proxy_pass %s;" % hub["endpoint"]) as gated:
+        refused = fetch(hub, tmp_path / "K3", check=False, endpoint=gated, token=wrong)
+        assert refused.returncode != 0
+        assert "the token was refused (HTTP 401)" in refused.stdout, refused.stdout
+        assert "renew k3_model_weights_hf_token in the vault" in refused.stdout
+        assert wrong not in refused.stdout + refused.stderr
+        assert not (tmp_path / "K3").exists()
+        # The right token fetches through the same gate.
+        passed = fetch(hub, tmp_path / "K3", endpoint=gated, token=right)
+        assert result(passed)["changed"] and right not in passed.stdout
+        assert (tmp_path / "K3" / "model-00002-of-00002.safetensors").stat().st_size == WEIGHTS
 
 
 def test_a_corrupted_shard_on_the_mirror_is_refused_naming_it_and_nothing_moves(hub, tmp_path):

@@ -195,3 +195,103 @@ def test_a_verified_folder_takes_the_place_of_the_one_there(tmp_path):
     files_.put_in_place(str(staged), str(dest))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["K3"] and (dest / "new").exists()
     assert files_.present_bytes(str(dest), [{"path": "new", "size": 3}, {"path": "gone", "size": 1}]) == 3
+
+
+def test_a_web_server_or_a_bucket_takes_its_address_and_the_publishers_list_as_data(plans):
+    given = {
+        "model": {"hub": "url", "url": "https://files.site.example/Kimi-K3/", "files": "lists/k3.json"},
+        "draft": {
+            "hub": "s3",
+            "url": "s3://models/DSpark",
+            "endpoint": "https://s3.site.example:9000",
+            "files": "d.json",
+        },
+    }
+    draft, model = sources.model_sources(plans["mi355x-tp8-dcp8"], given)
+    assert model["source"] == {
+        "hub": "url",
+        "url": "https://files.site.example/Kimi-K3",
+        "files": "lists/k3.json",
+        "revision": "",
+    }
+    assert model["token"] == "k3_model_weights_url_token"
+    assert draft["source"]["endpoint"] == "https://s3.site.example:9000"
+    assert draft["token"] == "k3_model_weights_s3_credentials"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (
+            {"hub": "url", "url": "ftp://x/K3", "files": "k.json"},
+            "url 'ftp://x/K3': give the folder's address as http(s)://",
+        ),
+        (
+            {"hub": "s3", "url": "https://x/K3", "files": "k.json"},
+            "url 'https://x/K3': give the folder's address as s3://bucket",
+        ),
+        ({"hub": "url", "url": "https://x/K3"}, "model.files: this source gives no hashes of its own"),
+        ({"hub": "s3", "url": "s3://b/K3", "files": "k.json", "revision": "a b"}, "revision 'a b': give a label"),
+    ],
+)
+def test_a_file_store_without_an_address_or_a_list_is_refused(plans, given, expected):
+    with pytest.raises(sources.ModelSourcesError) as found:
+        sources.model_sources(plans["mi355x-tp8-dcp8"], {"model": given})
+    assert expected in str(found.value)
+
+
+def test_the_publishers_list_is_taken_from_a_release_or_as_a_list_and_bad_entries_are_named():
+    files = [
+        {"path": "b.safetensors", "size": 3, "sha256": "a" * 64},
+        {"path": "a.json", "size": 2, "blob_id": "b" * 40},
+    ]
+    release = [{"name": "draft", "files": []}, {"name": "model", "path": "/m", "source": {}, "files": files}]
+    assert files_.published_list(release, "model") == sorted(files, key=lambda e: e["path"])
+    assert files_.published_list(files, "model") == files_.published_list(release, "model")
+    for bad, words in [
+        ([{"path": "/etc/x", "size": 1, "sha256": "a" * 64}], "'/etc/x': give a relative path"),
+        ([{"path": "x/../../y", "size": 1, "sha256": "a" * 64}], "give a relative path inside the checkpoint"),
+        ([{"path": "x", "size": "1", "sha256": "a" * 64}], "x: size '1' is not a number of bytes"),
+        ([{"path": "x", "size": 1, "sha256": "A" * 64}], "x: give its sha256"),
+        ([{"path": "x", "size": 1}], "x: give its sha256"),
+        (release[:1] + [{"name": "other", "files": files}], None),
+        ({"files": files}, "give a list of files"),
+    ]:
+        with pytest.raises(ValueError, match=".") as found:
+            files_.published_list(bad, "model")
+        assert words is None or words in str(found.value)
+
+
+def test_the_web_servers_token_goes_in_aria2cs_input_never_its_argv():
+    from ansible_collections.kimi_k3.serving.plugins.module_utils import store_url
+
+    files = [
+        {"path": "a b.safetensors", "size": 3, "sha256": "a" * 64},
+        {"path": "c.json", "size": 2, "blob_id": "b" * 40},
+    ]
+    text = store_url.input_text({"url": "https://f.example/K3"}, "tok-1", files)
+    assert text.splitlines() == [
+        "https://f.example/K3/a%20b.safetensors",
+        "  out=a b.safetensors",
+        "  checksum=sha-256=" + "a" * 64,
+        "  header=Authorization: Bearer tok-1",
+        "https://f.example/K3/c.json",
+        "  out=c.json",
+        "  header=Authorization: Bearer tok-1",
+    ]
+    assert not any("tok-1" in word for word in store_url.command("/m/.K3.k3-partial", 4))
+
+
+def test_the_buckets_credentials_go_in_rclones_environment_and_its_ca_bundle_is_its_own_flag():
+    from ansible_collections.kimi_k3.serving.plugins.module_utils import store_s3
+
+    source = {"url": "s3://models/K3", "endpoint": "https://s3.site:9000"}
+    keys = {"access_key_id": "AK", "secret_access_key": "SK"}
+    env = store_s3.environment(source, keys, {"AWS_CA_BUNDLE": "/etc/ca.pem", "HTTPS_PROXY": "http://p:3128"})
+    assert env["RCLONE_S3_ACCESS_KEY_ID"] == "AK" and env["RCLONE_S3_SECRET_ACCESS_KEY"] == "SK"
+    assert env["RCLONE_S3_PROVIDER"] == "Other" and env["RCLONE_S3_ENDPOINT"] == "https://s3.site:9000"
+    assert env["AWS_CA_BUNDLE"] == "" and env["RCLONE_CA_CERT"] == "/etc/ca.pem" and "HTTPS_PROXY" not in env
+    own = store_s3.environment({"url": "s3://models/K3"}, None, {})
+    assert own["RCLONE_S3_ENV_AUTH"] == "true" and own["RCLONE_S3_PROVIDER"] == "AWS"
+    argv = store_s3.command(source, "/m/.K3.k3-partial", "/m/.K3.k3-partial/.cache/files.txt", 4)
+    assert argv[1:4] == ["copy", ":s3:models/K3", "/m/.K3.k3-partial"] and not any("SK" in word for word in argv)

@@ -3,7 +3,8 @@
 """Where each checkpoint comes from: the inventory's k3_model_weights_fetch against the plan.
 
 Per checkpoint (``model``: the plan's model_path, ``draft``: its draft_model_path) the inventory
-gives the revision and may give the hub, the repository and a Hub-compatible mirror (endpoint); the
+gives the revision and may give the hub, the repository and a Hub-compatible mirror (endpoint), or
+a file store's address (url: HTTP(S) or S3) with the publisher's list as data (files); the
 hub and repository default to what the platform's seed names (plugins/plugin_utils/data/
 model_sources.yml). Every problem is found at once and named with the variable and the fix; nothing
 here reads a host or a token. Pure functions: no I/O but the data file.
@@ -46,17 +47,8 @@ def _endpoint_problem(name, endpoint):
     return "%s.%s.endpoint %r: give the mirror's address as http(s)://host[:port][/path]" % (VARIABLE, name, endpoint)
 
 
-def _one(name, given, seed, path):
-    """The source of checkpoint ``name`` and its problems."""
+def _repository_problems(where, name, rules, repo, revision):
     problems = []
-    hubs = catalog()["hubs"]
-    hub = given.get("hub") or seed.get("hub") or "huggingface"
-    repo = given.get("repo") or seed.get("repo")
-    revision = str(given.get("revision") or "")
-    where = "%s.%s" % (VARIABLE, name)
-    if hub not in hubs:
-        return None, ["%s.hub %r: one of %s" % (where, hub, ", ".join(sorted(hubs)))]
-    rules = hubs[hub]
     if not repo:
         problems.append(
             "%s.repo: this profile's seed names no %s repository: set the repository (owner/name) to fetch"
@@ -68,6 +60,48 @@ def _one(name, given, seed, path):
         problems.append("%s.revision: pin the revision to fetch, %s" % (where, rules["revision_form"]))
     elif not re.match(rules["revision"], revision):
         problems.append("%s.revision %r: give %s" % (where, revision, rules["revision_form"]))
+    return problems
+
+
+def _store_problems(where, rules, given, revision):
+    """A plain file store's (url, s3): its address and the publisher's list given as data."""
+    problems = []
+    url = given.get("url") or ""
+    parts = urlsplit(url)
+    schemes = rules["schemes"]
+    if parts.scheme not in schemes or not parts.netloc or parts.query or parts.fragment:
+        problems.append("%s.url %r: give the folder's address as %s" % (where, url, rules["url_form"]))
+    if not given.get("files"):
+        problems.append(
+            "%s.files: this source gives no hashes of its own: name a file on the controller with the "
+            "publisher's list (a release's checkpoints.json, or a JSON list of path, size and sha256)" % where
+        )
+    if revision and not re.match(rules["revision"], revision):
+        problems.append("%s.revision %r: give %s" % (where, revision, rules["revision_form"]))
+    return problems
+
+
+def _one(name, given, seed, path):
+    """The source of checkpoint ``name`` and its problems."""
+    hubs = catalog()["hubs"]
+    hub = given.get("hub") or seed.get("hub") or "huggingface"
+    revision = str(given.get("revision") or "")
+    where = "%s.%s" % (VARIABLE, name)
+    if hub not in hubs:
+        return None, ["%s.hub %r: one of %s" % (where, hub, ", ".join(sorted(hubs)))]
+    rules = hubs[hub]
+    if rules.get("schemes"):
+        problems = _store_problems(where, rules, given, revision)
+        source = {
+            "hub": hub,
+            "url": str(given.get("url") or "").rstrip("/"),
+            "files": given.get("files"),
+            "revision": revision,
+        }
+    else:
+        repo = given.get("repo") or seed.get("repo")
+        problems = _repository_problems(where, name, rules, repo, revision)
+        source = {"hub": hub, "repo": repo, "revision": revision}
     if not (isinstance(path, str) and path.startswith("/")):
         problems.append(
             "%s: the plan's %s is %r, not a folder: set k3_%s to the folder the checkpoint goes to "
@@ -76,14 +110,14 @@ def _one(name, given, seed, path):
         )
     if given.get("endpoint"):
         problems.append(_endpoint_problem(name, given["endpoint"]))
-    source = {"hub": hub, "repo": repo, "revision": revision}
-    if given.get("endpoint"):
         source["endpoint"] = given["endpoint"].rstrip("/")
     return {"name": name, "path": path, "source": source, "token": rules["token"]}, [p for p in problems if p]
 
 
 def model_sources(plan, fetch):
     """The checkpoints to fetch: ``[{name, path, source: {hub, repo, revision[, endpoint]}, token}]``
+    (a file store's source: ``{hub, url, files, revision[, endpoint]}``; ``files``: the controller's
+    file with the publisher's list)
     (``token``: the name of the vault variable that holds the hub's token). ModelSourcesError
     lists every problem of ``fetch`` (k3_model_weights_fetch) at once."""
     fetch = fetch or {}
