@@ -219,6 +219,39 @@ def test_every_route_of_the_pinned_vllm_and_router_is_refused_without_a_key(door
     assert door_up["backend"].seen == []
 
 
+# Paths that nginx resolves to a client route (or to none) but that are not the route as sent: the
+# outside tester's DELETE /workers/..%2Fv1%2Fmodels reached vllm-router's worker removal with the
+# client key, because nginx chose the location on the resolved path and passed the raw one.
+PATH_TRICKS = [
+    ("DELETE", "/workers/..%2Fv1%2Fmodels"),
+    ("DELETE", "/workers/..%2f..%2fv1%2fmodels"),
+    ("GET", "/v1/./models"),
+    ("GET", "//v1/models"),
+    ("GET", "/v1//models"),
+    ("GET", "/x/../v1/models"),
+    ("GET", "/v1/%6dodels"),
+    ("GET", "/v1%2Fmodels"),
+    ("GET", "/v1/models/."),
+    ("GET", "/v1/%2e%2e/v1/models"),
+    ("GET", "/v1/%252e%252e/v1/models"),
+    ("GET", "/V1/MODELS"),
+    ("POST", "/v1/chat/completions/..%2F..%2F..%2Fworkers"),
+    ("POST", "/v1/completions%00"),
+]
+
+
+def test_a_path_that_only_resolves_to_a_client_route_never_reaches_the_backend(door_up):
+    for method, path in PATH_TRICKS:
+        status, body, _headers = call(door_up, method, path, CLIENT)
+        # 400 where it resolves to a client route; else the location it resolves to refuses it.
+        assert status in (400, 403, 404), (method, path, status, body)
+    assert call(door_up, "DELETE", "/workers/..%2Fv1%2Fmodels", CLIENT)[0] == 400
+    assert door_up["backend"].seen == []
+    # The refusal of one does not stop the next keyed request.
+    assert call(door_up, "GET", "/v1/models", CLIENT)[0] == 200
+    assert door_up["backend"].seen == [("/v1/models", "Bearer " + ADMIN)]
+
+
 def test_any_other_route_is_not_found(door_up):
     for path in ("/invocations", "/scale_elastic_ep", "/tokenize", "/v1/embeddings", "/metrics", "/docs", "/x"):
         for key in (CLIENT, ADMIN):

@@ -79,6 +79,7 @@ TLS_CIPHERS = ":".join(
     )
 )
 _REFUSALS = {
+    400: "the path must be sent as it is (no encoded characters, dot segments or repeated slashes)",
     401: "a valid API key is required",
     403: "this key may not use this route",
     404: "no such route",
@@ -160,6 +161,12 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile):
         "    client_body_timeout 300s;",
         "    send_timeout 3600s;",
         "    keepalive_timeout 75s;",
+        "    # The path as the client sent it (before nginx decodes %XX, resolves dot segments and merges",
+        "    # slashes): a client route passes only when it is the route itself, so that no path that",
+        "    # merely resolves to an allowed route reaches the backend in its raw form.",
+        "    map $request_uri $k3_raw_path {",
+        '        "~^(?<k3_sent_path>[^?]*)" $k3_sent_path;',
+        "    }",
         "    map $status $k3_www_authenticate {",
         "        401 Bearer;",
         '        default "";',
@@ -208,7 +215,14 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile):
         "        add_header WWW-Authenticate $k3_www_authenticate always;",
     ]
     for path in settings["client_routes"]:
-        lines += _location(path, ['if ($k3_caller = "") { %s }' % _refusal(401), "proxy_pass http://k3_backend;"])
+        lines += _location(
+            path,
+            [
+                'if ($k3_caller = "") { %s }' % _refusal(401),
+                "if ($k3_raw_path != $uri) { %s }" % _refusal(400),
+                "proxy_pass http://k3_backend;",
+            ],
+        )
     for path in admin_routes:
         if keyed:
             body = [
