@@ -33,7 +33,7 @@ PYTEST_ARGS ?= --durations=15
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-sandboxes test-lane-tables test-tables test-galaxy test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
+.PHONY: sandbox-setup sandbox-packages sandbox-base test-setup test-packages test-data test-lane-sandboxes test-lane-tables test-tables test-galaxy test-hosts test-prereqs test-ha-suite ee help venv venv-vllm venv-services venv-bench venv-eval venv-galaxy venv-scan sandbox sandbox-hosts sandbox-down sandbox-ha sandbox-ha-down bench-deploy site plan lint test test-ha test-fast molecule clean
 
 help:
 	@echo "make sandbox  build the local test cluster and run site.yml on it"
@@ -74,6 +74,10 @@ venv-eval:
 # galaxy-importer, what Galaxy runs on an upload (tests/collection/test_galaxy_import.py).
 venv-galaxy:
 	tools/venvs.sh galaxy
+
+# sslyze, the TLS scanner the sandbox's tests run against every TLS port (tests/cluster).
+venv-scan:
+	tools/venvs.sh scan
 
 # The local sandbox: test hosts (network namespaces + systemd-nspawn + sshd), the tiny model,
 # then the main job over SSH. A second run is an idempotent re-run.
@@ -213,7 +217,7 @@ test-lane-tables:
 	  $(SUITE) $(LOW_WEIGHT) molecule-default $(BIN)/molecule test -s default || status=$$?; \
 	  $(MAKE) --no-print-directory test-tables SUITE_WEIGHT="$(LOW_WEIGHT)" || status=$$?; exit $$status
 
-test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy test-packages test-data sandbox-base
+test-setup: venv venv-vllm venv-bench venv-eval venv-galaxy venv-scan test-packages test-data sandbox-base
 
 # The controller's Debian packages for the tests (tools/apt_install.sh runs one apt at a time).
 test-packages:

@@ -5,7 +5,8 @@
     .venv/ansible/bin/python tools/sandbox_tls.py DIR SUBNET [SUBNET...]
 
 Writes DIR/ca.pem, DIR/front-door.pem (valid for every host address of each SUBNET, so one
-certificate serves the front door of any sandbox host set, on any of their networks) and their keys
+certificate serves the front door of any sandbox host set, on any of their networks; with the key
+identifiers and key usage that strict X.509 verification asks for) and their keys
 DIR/ca.key and DIR/front-door.key (0600, the folder 0700). A second run keeps what is there while it
 is valid for another 30 days and covers every SUBNET, so a re-run of site.yml changes nothing.
 tools/sandbox.sh up runs it and mounts DIR read-only into every host at the same path;
@@ -50,6 +51,10 @@ def _still_good(folder, addresses):
         return False
     if not all(os.path.exists(os.path.join(folder, n)) for n in ("ca.pem", "front-door.key")):
         return False
+    try:  # made before the certificates carried key identifiers (strict X.509 clients need them)
+        cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier)
+    except x509.ExtensionNotFound:
+        return False
     left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     return left > datetime.timedelta(days=RENEW_DAYS) and set(addresses) <= set(
@@ -76,6 +81,7 @@ def make(folder, *subnets):
         .not_valid_after(now + datetime.timedelta(days=DAYS))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
@@ -90,6 +96,10 @@ def make(folder, *subnets):
         .add_extension(x509.SubjectAlternativeName([x509.IPAddress(a) for a in addresses]), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        # digitalSignature only: an EC key signs the handshake and encrypts no key.
+        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     _write(os.path.join(folder, "ca.key"), _key_bytes(ca_key), 0o600)

@@ -6,6 +6,7 @@
 #   tools/venvs.sh bench     only .venv/bench (AISBench's ais_bench, the spec's load generator)
 #   tools/venvs.sh eval      only .venv/eval (inspect-ai and the OpenAI client, Python 3.12)
 #   tools/venvs.sh galaxy    only .venv/galaxy (galaxy-importer, what Galaxy runs on an upload)
+#   tools/venvs.sh scan      only .venv/scan (sslyze, the TLS scanner of the attacker's tests)
 #   tools/venvs.sh uv        only uv itself (.venv/uv; the Makefile installs the controller's venv with it)
 #
 # Idempotent: a finished venv holds a stamp file with a hash of its pins; a re-run with
@@ -48,6 +49,9 @@ PILLOW_VERSION=13.0.0
 # own venv: it pins attrs<24, which the controller's venv is past. ansible-core as the controller's.
 GALAXY_IMPORTER_VERSION=0.4.44
 GALAXY_ANSIBLE_CORE_VERSION=2.21.5
+# sslyze scans every TLS port of the sandbox as an outside tester would (tests/cluster). Its own
+# venv: it pins cryptography below the controller's.
+SSLYZE_VERSION=6.3.1
 # Built from PyPI but CUDA builds (torchvision/torchaudio/torchcodec) or GPU-only (triton):
 # they break `import transformers` on a CPU host, so they are removed after the install.
 VLLM_REMOVE="torchvision torchaudio torchcodec triton"
@@ -58,6 +62,7 @@ SERVICES_PYTHON=${SERVICES_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 # inspect-ai needs Python >= 3.10; the specification's toolkit asks for 3.12.
 EVAL_PYTHON=${EVAL_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 GALAXY_PYTHON=${GALAXY_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
+SCAN_PYTHON=${SCAN_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 UV_HOST_PYTHON=${UV_HOST_PYTHON:-/root/.pyenv/versions/3.12.1/bin/python}
 
 # K3_VENV_ROOT moves the venvs elsewhere (e.g. to time a build from scratch without
@@ -70,6 +75,7 @@ VLLM_VENV=$VENV_ROOT/vllm
 SERVICES_VENV=$VENV_ROOT/services
 EVAL_VENV=$VENV_ROOT/eval
 GALAXY_VENV=$VENV_ROOT/galaxy
+SCAN_VENV=$VENV_ROOT/scan
 STAMP_NAME=.k3-ready
 # Bump when the build recipe changes in a way the pins do not show.
 RECIPE=3
@@ -117,6 +123,9 @@ pins_hash() { # $1 = venv kind, $2 = python
     galaxy)
       printf 'recipe=%s python=%s galaxy-importer=%s ansible-core=%s\n' \
         "$RECIPE" "$pyver" "$GALAXY_IMPORTER_VERSION" "$GALAXY_ANSIBLE_CORE_VERSION"
+      ;;
+    scan)
+      printf 'recipe=%s python=%s sslyze=%s\n' "$RECIPE" "$pyver" "$SSLYZE_VERSION"
       ;;
   esac | sha256sum | cut -d' ' -f1
 }
@@ -396,14 +405,34 @@ build_galaxy() {
   log "$GALAXY_VENV: ready ($(du -sh "$GALAXY_VENV" | cut -f1))"
 }
 
+build_scan() {
+  local want
+  want=$(pins_hash scan "$SCAN_PYTHON")
+  if ready_or_clean "$SCAN_VENV" "$want"; then
+    log "$SCAN_VENV: ready (stamp matches), nothing to do"
+    return 0
+  fi
+  step "$SCAN_VENV: create venv with $SCAN_PYTHON"
+  "$SCAN_PYTHON" -m venv --without-pip "$SCAN_VENV"
+  done_step
+  step "$SCAN_VENV: install sslyze==$SSLYZE_VERSION"
+  pip_q "$SCAN_VENV" install "sslyze==$SSLYZE_VERSION"
+  done_step
+  step "$SCAN_VENV: smoke test (sslyze --help)"
+  "$SCAN_VENV/bin/python" -m sslyze --help >/dev/null
+  done_step
+  printf '%s\n' "$want" >"$SCAN_VENV/$STAMP_NAME"
+  log "$SCAN_VENV: ready ($(du -sh "$SCAN_VENV" | cut -f1))"
+}
+
 usage() {
-  sed -n '2,13p' "$SCRIPT" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$SCRIPT" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 [[ $# -eq 1 ]] || usage
 case "$1" in
-  vllm | services | bench | eval | galaxy | uv) ;;
+  vllm | services | bench | eval | galaxy | scan | uv) ;;
   *) usage ;;
 esac
 # One build of a venv at a time: a second run for the same venv waits, then finds its stamp and

@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 from helpers.sandbox_run import adhoc, on, playbook
-from helpers.secured_sandbox import FRONT_DOOR, MONITORING, monitoring_request, request
+from helpers.secured_sandbox import FRONT_DOOR, MONITORING, SANDBOX_CA, monitoring_request, request
+from helpers.tls_scan import SSLYZE, scan
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 
@@ -370,3 +371,16 @@ def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(clu
     finally:
         on("k3-sb-prefill", "rm -f %s" % overrides)
     wait("K3NpuUnhealthy resolved", lambda: not firing("K3NpuUnhealthy", "k3-sb-prefill"), timeout=60)
+
+
+@pytest.mark.skipif(not SSLYZE.exists(), reason="no sslyze: tools/venvs.sh scan")
+def test_every_tls_port_offers_aead_suites_only_and_a_chain_valid_under_strict_checks(cluster, tmp_path):
+    """sslyze against the front door, Prometheus and Alertmanager, as an outside tester scans them:
+    no SSL, no TLS 1.0/1.1, of TLS 1.2 only forward-secret AEAD suites (Go offered CBC-SHA1 suites
+    before the web configuration named its own), and a chain that strict X.509 verification accepts."""
+    found = {
+        address: scan(address, SANDBOX_CA, tmp_path)
+        for address in (FRONT_DOOR.split("//")[1], PROMETHEUS.split("//")[1], ALERTMANAGER.split("//")[1])
+    }
+    assert {a: (f["weak"], f["chain"]) for a, f in found.items()} == {a: ([], []) for a in found}
+    assert all(f["accepted"]["tls_1_2"] and f["accepted"]["tls_1_3"] for f in found.values())

@@ -29,6 +29,7 @@ import pytest
 from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
 from helpers.pki import make_pki
 from helpers.secured_sandbox import ROUTER_ROUTES
+from helpers.tls_scan import SSLYZE, scan
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _front_door as door
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan._plan_auth import secret_file_content
@@ -128,6 +129,7 @@ def door_up(request, tmp_path):
             "kind": PROFILES[profile],
             "port": port,
             "context": context,
+            "ca": pki["ca.pem"],
             "backend": backend,
             "log": log,
             "svc": svc,
@@ -250,6 +252,21 @@ def test_a_path_that_only_resolves_to_a_client_route_never_reaches_the_backend(d
     # The refusal of one does not stop the next keyed request.
     assert call(door_up, "GET", "/v1/models", CLIENT)[0] == 200
     assert door_up["backend"].seen == [("/v1/models", "Bearer " + ADMIN)]
+
+
+def test_a_strict_x509_client_accepts_the_door_which_asks_for_https_only(door_up):
+    """Python 3.13's default context (so the OpenAI SDK there) verifies strictly: key identifiers."""
+    door_up["context"].verify_flags |= ssl.VERIFY_X509_STRICT
+    status, _body, headers = call(door_up, "GET", "/v1/models", CLIENT)
+    assert status == 200 and headers["Strict-Transport-Security"] == "max-age=31536000"
+    assert call(door_up, "GET", "/v1/models")[2]["Strict-Transport-Security"] == "max-age=31536000"
+
+
+@pytest.mark.skipif(not SSLYZE.exists(), reason="no sslyze: tools/venvs.sh scan")
+def test_a_tls_scan_finds_no_weak_suite_and_a_chain_valid_under_strict_checks(door_up, tmp_path):
+    found = scan("127.0.0.1:%d" % door_up["port"], door_up["ca"], tmp_path)
+    assert found["weak"] == [] and found["chain"] == []
+    assert found["accepted"]["tls_1_2"] and found["accepted"]["tls_1_3"]
 
 
 def test_any_other_route_is_not_found(door_up):

@@ -28,7 +28,14 @@ def test_the_web_configuration_with_and_without_tls():
     plain = web.web_config("kimi-k3", PASSWORD)
     assert list(plain) == ["basic_auth_users"] and list(plain["basic_auth_users"]) == ["kimi-k3"]
     tls = web.web_config("kimi-k3", PASSWORD, "/etc/prometheus/w.pem", "/etc/prometheus/w.key")
-    assert tls["tls_server_config"] == {"cert_file": "/etc/prometheus/w.pem", "key_file": "/etc/prometheus/w.key"}
+    server = tls["tls_server_config"]
+    assert (server["cert_file"], server["key_file"]) == ("/etc/prometheus/w.pem", "/etc/prometheus/w.key")
+    # TLS 1.2 and newer, and of 1.2's suites only those with forward secrecy and AEAD: the front door's.
+    assert server["min_version"] == "TLS12"
+    assert len(server["cipher_suites"]) == 6
+    assert all(
+        s.startswith("TLS_ECDHE_") and ("_GCM_" in s or "_CHACHA20_POLY1305_" in s) for s in server["cipher_suites"]
+    )
     with pytest.raises(web.WebConfigError, match="certificate and its key"):
         web.web_config("kimi-k3", PASSWORD, "/etc/prometheus/w.pem", None)
 

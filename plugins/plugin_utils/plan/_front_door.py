@@ -195,6 +195,8 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile):
             "        ssl_prefer_server_ciphers off;",
             "        ssl_session_cache shared:k3_tls:10m;",
             "        ssl_session_tickets off;",
+            "        # Browsers that once reached the door over HTTPS never try it in plain HTTP again.",
+            '        add_header Strict-Transport-Security "max-age=31536000" always;',
         ]
     if settings["client_connections"]:
         lines.append("        limit_conn k3_conn %d;" % settings["client_connections"])
