@@ -12,6 +12,7 @@ client key), everything else 404; the backend only ever sees the admin key; plai
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.client
 import http.server
@@ -24,6 +25,7 @@ import subprocess
 import threading
 import time
 import warnings
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
@@ -54,6 +56,7 @@ class Backend(http.server.ThreadingHTTPServer):
 
     def __init__(self):
         self.seen = []
+        self.extra = {}  # more of what it answers (internal addresses, a path)
         super().__init__(("127.0.0.1", 0), Recorder)
 
 
@@ -62,9 +65,10 @@ class Recorder(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         self.rfile.read(length)
         self.server.seen.append((self.path, self.headers.get("Authorization")))
-        body = json.dumps({"path": self.path}).encode()
+        body = json.dumps({"path": self.path, **self.server.extra}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Access-Control-Allow-Origin", "*")  # as vLLM answers by default
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -89,7 +93,13 @@ def planned(profile):
 @pytest.fixture(params=sorted(PROFILES))
 def door_up(request, tmp_path):
     """nginx running the planned front door of a profile, in front of a recording backend."""
-    profile = request.param
+    with running_door(request.param, tmp_path) as up:
+        yield up
+
+
+@contextlib.contextmanager
+def running_door(profile, tmp_path, **more):
+    """The planned front door of ``profile`` (its settings changed by ``more``) running in nginx."""
     plan, svc = planned(profile)
     backend = Backend()
     threading.Thread(target=backend.serve_forever, daemon=True).start()
@@ -99,9 +109,12 @@ def door_up(request, tmp_path):
     state.mkdir()
     settings = dict(door.DEFAULTS, port=port, state_dir=str(state), max_body="1M", client_rate=0)
     settings["user"] = "root" if os.geteuid() == 0 else "nobody"
+    settings.update(more)
     target = dict(svc["backend"], ip="127.0.0.1", port=backend.server_address[1])
     tls = {"cert": str(pki["server.pem"]), "key": str(pki["server.key"])}
-    text = door.nginx_config(settings, target, tls, True, str(tmp_path), profile)
+    rendered = [(host, svc) for host, data in plan["hosts"].items() for svc in data["services"]]
+    hidden = door.hidden_texts(rendered, plan["parameters"])
+    text = door.nginx_config(settings, target, tls, True, str(tmp_path), profile, hidden=hidden)
     # The hosts log to the journal (syslog); here to a file, in the same format.
     log = tmp_path / "access.log"
     text = text.replace("syslog:server=unix:/dev/log,tag=k3_front_door,nohostname", str(log))
@@ -121,7 +134,7 @@ def door_up(request, tmp_path):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail("nginx did not start: %s" % proc.stderr.read())
+                raise RuntimeError("nginx did not start: %s" % proc.stderr.read())
             time.sleep(0.05)
     try:
         yield {
@@ -179,7 +192,7 @@ def test_clients_reach_the_client_routes_and_the_backend_sees_only_the_admin_key
         for path in door.CLIENT_ROUTES:
             status, body, headers = call(door_up, "POST" if "completions" in path else "GET", path, key)
             assert status == 200, (path, status, body)
-            assert json.loads(body) == {"path": path}
+            assert json.loads(body)["path"] == path
             assert "WWW-Authenticate" not in headers
     seen = door_up["backend"].seen
     assert len(seen) == 3 * len(door.CLIENT_ROUTES)
@@ -267,6 +280,42 @@ def test_a_tls_scan_finds_no_weak_suite_and_a_chain_valid_under_strict_checks(do
     found = scan("127.0.0.1:%d" % door_up["port"], door_up["ca"], tmp_path)
     assert found["weak"] == [] and found["chain"] == []
     assert found["accepted"]["tls_1_2"] and found["accepted"]["tls_1_3"]
+
+
+def test_answers_show_no_internal_address_no_checkpoint_path_and_no_cors(door_up):
+    """vllm-router's P/D ids carry the workers' addresses and vLLM's model list the checkpoint's path:
+    the door replaces both as they pass, and drops vLLM's Access-Control-Allow-Origin: *."""
+    plan, _svc = planned(door_up["profile"])
+    engines = sorted(
+        {s["url"] for d in plan["hosts"].values() for s in d["services"] if s["kind"] == "vllm" and s.get("url")}
+    )
+    first, last = urlsplit(engines[0]).netloc, engines[-1]
+    model = plan["parameters"]["model_path"]
+    door_up["backend"].extra = {
+        "id": "chatcmpl-___prefill_addr_%s___decode_addr_%s_0f1e2d" % (first, last),
+        "root": model,
+    }
+    status, body, headers = call(door_up, "GET", "/v1/models", CLIENT, headers={"Origin": "https://evil.example"})
+    answer = json.loads(body)
+    assert status == 200 and answer["id"] == "chatcmpl-_0f1e2d", answer
+    assert answer["root"] == plan["parameters"]["served_model_name"] and model not in body
+    assert not any(h.lower().startswith("access-control-") for h in headers), headers
+
+
+def test_the_origins_the_inventory_names_and_only_they_get_cors_answers(tmp_path):
+    with running_door("nvidia-pd-nixl", tmp_path, cors_origins=["https://app.example"]) as up:
+        app, evil = {"Origin": "https://app.example"}, {"Origin": "https://evil.example"}
+        status, _body, headers = call(up, "OPTIONS", "/v1/chat/completions", headers=app)
+        assert status == 204 and headers["Access-Control-Allow-Origin"] == "https://app.example"
+        assert "Authorization" in headers["Access-Control-Allow-Headers"]
+        status, _body, headers = call(up, "POST", "/v1/chat/completions", CLIENT, headers=app)
+        assert status == 200 and headers["Access-Control-Allow-Origin"] == "https://app.example"
+        status, _body, headers = call(up, "POST", "/v1/chat/completions", CLIENT, headers=evil)
+        assert status == 200 and "Access-Control-Allow-Origin" not in headers
+        # A preflight is no way around the key: OPTIONS elsewhere, and a call without one, are refused.
+        assert call(up, "OPTIONS", "/workers", headers=app)[0] == 401
+        assert call(up, "POST", "/v1/chat/completions", headers=app)[0] == 401
+        assert [path for path, _auth in up["backend"].seen] == ["/v1/chat/completions"] * 2
 
 
 def test_any_other_route_is_not_found(door_up):

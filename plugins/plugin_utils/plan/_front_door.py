@@ -29,6 +29,7 @@ checked by the variable contract) makes safe to write.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 SERVICE = "front-door"
 KIND = "front_door"
@@ -57,6 +58,7 @@ DEFAULTS = {
     "client_rate": 100,
     "client_routes": list(CLIENT_ROUTES),
     "user": "www-data",
+    "cors_origins": [],
     "program": "nginx",
 }
 VARIABLES = {
@@ -66,7 +68,18 @@ VARIABLES = {
     "client_rate": "k3_front_door_client_rate",
     "client_routes": "k3_front_door_client_routes",
     "user": "k3_front_door_user",
+    "cors_origins": "k3_front_door_cors_origins",
 }
+# What the backends say about cross-origin calls (vLLM allows every origin by default) is dropped:
+# the door answers for itself, for the origins k3_front_door_cors_origins names only.
+CORS_HEADERS = (
+    "Access-Control-Allow-Origin",
+    "Access-Control-Allow-Credentials",
+    "Access-Control-Allow-Methods",
+    "Access-Control-Allow-Headers",
+    "Access-Control-Expose-Headers",
+    "Access-Control-Max-Age",
+)
 # Mozilla's "intermediate" TLS 1.2 suites (TLS 1.3 picks its own): forward secrecy and AEAD only.
 TLS_CIPHERS = ":".join(
     (
@@ -112,12 +125,74 @@ def _location(path, lines):
     return ["        location %s {" % match] + ["            " + line for line in lines] + ["        }"]
 
 
-def nginx_config(settings, backend, tls, keyed, config_dir, profile):
+def _quoted(text):
+    return "'%s'" % text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def _cors(origins):
+    """The http-level map of the allowed origins (an empty value adds no header)."""
+    if not origins:
+        return []
+    return (
+        ["    map $http_origin $k3_cors_origin {", '        default "";']
+        + ["        %s $http_origin;" % _quoted(origin) for origin in origins]
+        + ["    }"]
+    )
+
+
+def _preflight(origins):
+    """A client route's answer to a browser's preflight (OPTIONS, which carries no key)."""
+    if not origins:
+        return []
+    return [
+        "if ($request_method = OPTIONS) { add_header Access-Control-Allow-Origin $k3_cors_origin always; "
+        'add_header Access-Control-Allow-Methods "GET, POST" always; '
+        'add_header Access-Control-Allow-Headers "Authorization, Content-Type" always; '
+        "add_header Access-Control-Max-Age 600 always; add_header Vary Origin always; return 204; }"
+    ]
+
+
+def _hiding(hidden):
+    """What answers must not show (internal addresses, the checkpoint's path), replaced as they pass."""
+    if not hidden:
+        return []
+    lines = [
+        "        # Internal addresses and paths replaced in answers (streamed ones too) as they pass.",
+        '        proxy_set_header Accept-Encoding "";',
+        "        sub_filter_types application/json text/event-stream;",
+        "        sub_filter_once off;",
+    ]
+    return lines + ["        sub_filter %s %s;" % (_quoted(old), _quoted(new)) for old, new in hidden]
+
+
+def hidden_texts(rendered, params):
+    """What the door's answers must not show, each with its replacement, longest first.
+
+    vllm-router's P/D request ids carry the prefill and decode workers' addresses
+    (``___prefill_addr_<address>___decode_addr_<address>_<uuid>``), and vLLM's model list the
+    checkpoint's path on disk (``root``): the engines' addresses (with and without the scheme) go,
+    and the paths become the served model name (the draft's: ``draft``).
+    """
+    pairs = []
+    for key, name in (("model_path", params.get("served_model_name") or "model"), ("draft_model_path", "draft")):
+        path = params.get(key)
+        if isinstance(path, str) and path.startswith("/") and len(path) > 1:
+            pairs.append((path.rstrip("/"), name))
+    urls = sorted({svc["url"] for _host, svc in rendered if svc.get("kind") == "vllm" and svc.get("url")})
+    for url in urls:
+        for address in (url, urlsplit(url).netloc):
+            pairs += [("___prefill_addr_%s" % address, ""), ("___decode_addr_%s" % address, "")]
+    return sorted(set(pairs), key=lambda pair: (-len(pair[0]), pair[0]))
+
+
+def nginx_config(settings, backend, tls, keyed, config_dir, profile, *, hidden=()):
     """The nginx configuration of the front door (no key in it: those are in the 0600 keys file).
 
     ``backend``: kind, ip and port of what it forwards to; ``tls``: cert and key paths (None: plain
-    HTTP); ``keyed``: whether the deployment has keys (the keys file is included).
+    HTTP); ``keyed``: whether the deployment has keys (the keys file is included); ``hidden``: pairs
+    of a text answers must not show and what replaces it.
     """
+    origins = settings.get("cors_origins") or []
     files = paths(config_dir)
     admin_routes = ADMIN_ROUTES.get(backend["kind"], ())
     lines = [
@@ -171,6 +246,7 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile):
         "        401 Bearer;",
         '        default "";',
         "    }",
+        *_cors(origins),
         "    limit_conn_status 429;",
         "    limit_req_status 429;",
     ]
@@ -215,11 +291,19 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile):
         "        proxy_send_timeout 3600s;",
         "        proxy_read_timeout 3600s;",
         "        add_header WWW-Authenticate $k3_www_authenticate always;",
+        *["        proxy_hide_header %s;" % header for header in CORS_HEADERS],
     ]
+    if origins:
+        lines += [
+            "        add_header Access-Control-Allow-Origin $k3_cors_origin always;",
+            "        add_header Vary Origin always;",
+        ]
+    lines += _hiding(hidden)
     for path in settings["client_routes"]:
         lines += _location(
             path,
             [
+                *_preflight(origins),
                 'if ($k3_caller = "") { %s }' % _refusal(401),
                 "if ($k3_raw_path != $uri) { %s }" % _refusal(400),
                 "proxy_pass http://k3_backend;",

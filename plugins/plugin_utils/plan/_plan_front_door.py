@@ -111,8 +111,9 @@ class FrontDoorMixin:
         plan_hosts[host]["services"].append(service)
         return {"service": door.SERVICE, "host": host, "url": url, "port": settings["port"], "backend": endpoint}
 
-    def configure_front_door(self, settings, rendered, auth, tls, config_dir):
+    def configure_front_door(self, settings, rendered, auth, tls, config_dir, params):
         """The front door's configuration file and, with keys, its 0600 keys file; the plan's ``tls``."""
+        hidden = door.hidden_texts(rendered, params)
         served = []
         for host, svc in rendered:
             if svc["kind"] != door.KIND:
@@ -125,6 +126,7 @@ class FrontDoorMixin:
                 auth["api_key"],
                 config_dir,
                 self.profile["name"],
+                hidden=hidden,
             )
             if tls[0]:
                 served.append("%s/%s" % (host, svc["name"]))

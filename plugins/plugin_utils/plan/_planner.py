@@ -210,7 +210,7 @@ class _Planner(
         sealed = front is not None and endpoint is not None
         auth = self.apply_auth(keys, admin, rendered, params, sealed)
         if sealed:
-            auth_tls = self.configure_front_door(front, rendered, auth, tls, config_dir)
+            auth_tls = self.configure_front_door(front, rendered, auth, tls, config_dir, params)
         else:
             auth_tls = self.apply_tls(tls, rendered)
             endpoint = _https_endpoint(endpoint, auth_tls)
