@@ -14,7 +14,8 @@ description:
   - >-
     Renders the table C(inet kimi_k3) for a host: its planned ports accept connections from the
     deployment's hosts and the admin networks, the endpoint's port also from the client networks,
-    and refuse everyone else with a TCP reset. Every other packet (SSH included) is left to the
+    the exporters' (and on a monitoring host Prometheus' and Alertmanager's) from the monitoring hosts
+    and the admin networks, and refuse everyone else with a TCP reset. Every other packet (SSH included) is left to the
     site's rules. The file replaces the table atomically (nft -f).
 author: kimi_k3.serving maintainers (!UNKNOWN)
 options:
@@ -34,6 +35,10 @@ options:
     description: "Addresses or networks allowed to every planned port (k3_admin_networks)."
     type: list
     elements: str
+  monitoring_ports:
+    description: "On a monitoring host, Prometheus' and Alertmanager's ports: from the monitoring hosts and the admin networks only."
+    type: list
+    elements: int
 """
 
 EXAMPLES = r"""

@@ -332,6 +332,9 @@ def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(clu
     assert query("up") and get(PROMETHEUS + "/api/v1/alertmanagers")["data"]["activeAlertmanagers"]
     # Plain HTTP is not served.
     assert monitoring_request(PROMETHEUS.replace("https:", "http:") + "/api/v1/query?query=up")[0] == 400
+    # No gossip port (9094, TCP and UDP): nothing to join past the password.
+    listening = on_mon("ss -Hlntu")
+    assert ":9094 " not in listening and ":9090 " in listening, listening
 
 
 def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(cluster):

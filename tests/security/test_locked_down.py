@@ -295,6 +295,8 @@ def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed
         ("10.77.0.15", 8200),  # decode
         ("10.77.0.12", 9100),  # the node exporter: the monitoring host and the admins only
         ("10.77.0.12", 8082),  # the accelerator exporter (the sandbox's stand-in)
+        ("10.77.0.18", 9090),  # Prometheus on the monitoring host: the monitoring hosts and the admins only
+        ("10.77.0.18", 9093),  # Alertmanager
     ):
         assert connect(OUTSIDE, address, port) == "refused", (address, port)
     # SSH and every port the plan does not give a service are the site's business: still reachable.
@@ -311,12 +313,13 @@ def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
     assert connect("k3-sb-mon", "10.77.0.12", 9100) == "open"
     assert connect("k3-sb-mon", "10.77.0.12", 8082) == "open"
     assert connect("k3-sb-decode", "10.77.0.12", 9100) == "refused"
+    assert connect("k3-sb-decode", "10.77.0.18", 9093) == "refused"
     # The controller (10.77.0.1) is in k3_client_networks: the front door answers it.
     assert request(FRONT_DOOR + "/v1/models", deployed["keys"][0])[0] == 200
 
 
 def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deployed):
-    for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode"):
+    for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode", "k3-sb-mon"):
         tables = on(host, "nft list tables")
         assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
     # The headless follower serves no port of its own: its table holds only its exporters', for the

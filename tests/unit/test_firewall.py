@@ -100,3 +100,24 @@ def test_firewall_off_is_a_declared_switch():
     with pytest.raises(PlanError) as exc:
         plan_of("nvidia-tp8", k3_firewall="maybe")
     assert "k3_firewall" in "\n".join(str(p) for p in exc.value.problems)
+
+
+def test_a_monitoring_host_opens_prometheus_and_alertmanager_to_the_watchers_and_admins_only(tmp_path):
+    plan = plan_of("nvidia-pd-nixl")
+    plan["monitoring"] = {"hosts": [{"host": "mon-1", "ip": "192.0.2.9"}, {"host": "mon-2", "ip": "192.0.2.10"}]}
+    rules = host_rules(plan, "mon-1", ["203.0.113.0/24"], ["192.0.2.250"], [9090, 9093])
+    assert rules["ports"] == ["9090", "9093"] and rules["endpoint_ports"] == []
+    text = rules["ruleset"]
+    assert "tcp dport { 9090, 9093 } ip saddr @monitoring4 accept" in text
+    assert "tcp dport { 9090, 9093 } reject with tcp reset" in text
+    watchers = text[text.index("set monitoring4") : text.index("}", text.index("set monitoring4"))]
+    assert all(ip in watchers for ip in ("192.0.2.9", "192.0.2.10", "192.0.2.250"))
+    assert "@clients4" not in text and "@deployment4 accept" not in text
+    # The deployment's hosts keep their tables; the monitoring ports are the monitoring hosts' only.
+    engine = next(iter(plan["hosts"]))
+    assert host_rules(plan, engine, [], [], [9090, 9093])["ports"] == host_rules(plan, engine)["ports"]
+    if shutil.which("nft"):
+        path = tmp_path / "mon.nft"
+        path.write_text(text)
+        check = subprocess.run(["nft", "-c", "-f", str(path)], capture_output=True, text=True, check=False)
+        assert check.returncode == 0 or "Operation not permitted" in check.stderr, check.stderr

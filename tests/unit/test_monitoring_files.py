@@ -106,7 +106,7 @@ def test_each_file_has_the_bytes_mode_group_and_effect_the_role_gave_it(plan):
     args = {
         "prometheus": "--web.config.file=/etc/prometheus/kimi-k3-web.yml",
         "prometheus-alertmanager": "--web.config.file=/etc/prometheus/kimi-k3-web.yml "
-        "--config.file=/etc/prometheus/kimi-k3-alertmanager.yml",
+        "--config.file=/etc/prometheus/kimi-k3-alertmanager.yml --cluster.listen-address=",
     }
     for defaults, unit in zip(SETTINGS["web_defaults_files"], SETTINGS["services"], strict=True):
         assert staged[defaults] == {
@@ -130,7 +130,7 @@ def test_without_a_password_there_are_no_web_files_and_prometheus_reaches_alertm
     assert not paths & {files.WEB_CERT, files.WEB_KEY, SETTINGS["web_config_file"], "/etc/default/prometheus"}
     # Alertmanager's ARGS still name the collection's configuration (its receivers).
     assert by_path(staged)["/etc/default/prometheus-alertmanager"]["line"] == (
-        'ARGS="--config.file=/etc/prometheus/kimi-k3-alertmanager.yml"'
+        'ARGS="--config.file=/etc/prometheus/kimi-k3-alertmanager.yml --cluster.listen-address="'
     )
     config = yaml.safe_load(by_path(staged)[SETTINGS["config_file"]]["content"])
     assert "basic_auth" not in config["alerting"]["alertmanagers"][0] and staged["secrets"] == []

@@ -111,6 +111,11 @@ def _args_files(conf, with_web):
         flags = ["--web.config.file=%s" % conf["web_config_file"]] if with_web else []
         if service == ALERTMANAGER:
             flags.append("--config.file=%s" % conf["alertmanager_config_file"])
+            # No gossip port: Alertmanager's cluster listener (9094, TCP and UDP, every address, no
+            # authentication) would let anyone who reaches it join and spread silences past the
+            # web configuration's password. Each monitoring host's Alertmanager stands alone, and
+            # Prometheus sends every alert to each of them.
+            flags.append("--cluster.listen-address=")
         if flags:
             line = 'ARGS="%s"' % " ".join(flags)
             files.append(_file(defaults, service=service, change="restart", line=line, regexp="^ARGS="))

@@ -11,6 +11,8 @@ included): it only decides about the ports the plan gives this host's services.
   service's metrics) and ``k3_admin_networks`` (e.g. the Ansible controller);
 - the exporters' ports (node and accelerator metrics) only from the monitoring hosts,
   ``k3_admin_networks`` and the host itself;
+- on a monitoring host, Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same
+  (Prometheus sends alerts to every monitoring host's Alertmanager);
 - the endpoint's port (where clients send requests) also from ``k3_client_networks``;
 - anything else to those ports is refused with a TCP reset.
 """
@@ -64,15 +66,20 @@ def _admitted(ports, sources, names):
     return lines + ["    tcp dport { %s } reject with tcp reset" % ", ".join(ports)]
 
 
-def host_rules(plan, host, client_networks=(), admin_networks=()):
+def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_ports=()):
     """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
     clients = networks(list(client_networks), "k3_client_networks")
     admins = networks(list(admin_networks), "k3_admin_networks")
+    watching = [m for m in (plan.get("monitoring") or {}).get("hosts") or [] if m["host"] == host]
     data = (plan.get("hosts") or {}).get(host)
+    if data is None and watching:
+        data = {"ip": watching[0]["ip"], "services": []}
     if data is None:
         return {"ports": [], "endpoint_ports": [], "ruleset": ""}
     ports = [p for svc in data["services"] if svc["kind"] != "exporter" for p in svc.get("ports") or []]
     metrics = [p for svc in data["services"] if svc["kind"] == "exporter" for p in svc.get("ports") or []]
+    if watching:
+        metrics += [{"port": int(port)} for port in monitoring_ports]
     endpoint = plan.get("endpoint") or {}
     endpoint_ports = []
     if endpoint.get("host") == host and endpoint.get("port"):
