@@ -39,6 +39,10 @@ options:
     description: "On a monitoring host, Prometheus' and Alertmanager's ports: from the monitoring hosts and the admin networks only."
     type: list
     elements: int
+  transfer_ports:
+    description: "The BitTorrent transfers' ports (a port or a range a-b), TCP and UDP, from the deployment's hosts only."
+    type: list
+    elements: raw
 """
 
 EXAMPLES = r"""

@@ -318,16 +318,32 @@ def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
     assert request(FRONT_DOOR + "/v1/models", deployed["keys"][0])[0] == 200
 
 
+def test_the_transfer_ports_take_the_deployment_only(deployed):
+    """A checkpoint's or an image's BitTorrent transfer listens on the seed's tracker port and every
+    node's peer ports while it runs: a listener there (as aria2c would be) answers the deployment's
+    hosts and refuses the outside host (TCP reset)."""
+    on("k3-sb-dp0", "systemd-run --unit k3-test-peer --collect python3 -m http.server 6885 --bind 10.77.0.12")
+    try:
+        deadline = time.monotonic() + 20
+        while connect("k3-sb-dp1", "10.77.0.12", 6885) != "open":
+            assert time.monotonic() < deadline, "the stand-in peer did not listen"
+            time.sleep(0.5)
+        assert connect("k3-sb-prefill", "10.77.0.12", 6885) == "open"
+        assert connect(OUTSIDE, "10.77.0.12", 6885) == "refused"
+    finally:
+        on("k3-sb-dp0", "systemctl stop k3-test-peer", check=False)
+
+
 def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deployed):
     for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode", "k3-sb-mon"):
         tables = on(host, "nft list tables")
         assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
     # The headless follower serves no port of its own: its table holds only its exporters', for the
-    # monitoring host and the admins.
+    # monitoring host and the admins, and the transfers' ports, for the deployment.
     rules = on("k3-sb-dp1", "nft list table inet kimi_k3").stdout
     ports = {tuple(m.split(", ")) for m in re.findall(r"tcp dport \{ ([0-9, -]+) \}", rules)}
-    assert ports == {("8082", "9100")}, rules
-    assert "@monitoring4 accept" in rules and "@deployment4" not in rules, rules
+    assert ports == {("8082", "9100"), ("6881-6889", "6969")}, rules
+    assert "@monitoring4 accept" in rules and "{ 8082, 9100 } ip saddr @deployment4" not in rules, rules
     on("k3-sb-prefill", "nft delete table inet kimi_k3")
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
     again = playbook("site.yml", "--tags", "firewall", *deployed["args"])

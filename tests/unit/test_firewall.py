@@ -121,3 +121,27 @@ def test_a_monitoring_host_opens_prometheus_and_alertmanager_to_the_watchers_and
         path.write_text(text)
         check = subprocess.run(["nft", "-c", "-f", str(path)], capture_output=True, text=True, check=False)
         assert check.returncode == 0 or "Operation not permitted" in check.stderr, check.stderr
+
+
+def test_the_transfer_ports_take_the_deployment_only_over_tcp_and_udp(tmp_path):
+    plan = plan_of("a2-mixed-8node")
+    follower = next(h for h, d in plan["hosts"].items() if not any(s["ports"] for s in d["services"]))
+    rules = host_rules(plan, follower, [], ["192.0.2.250"], [], [6969, "6881-6889"])
+    assert rules["ports"] == ["6881-6889", "6969"]
+    text = rules["ruleset"]
+    for proto in ("tcp", "udp"):
+        assert "%s dport { 6881-6889, 6969 } ip saddr @deployment4 accept" % proto in text
+    assert (
+        "tcp dport { 6881-6889, 6969 } reject with tcp reset" in text and "udp dport { 6881-6889, 6969 } reject" in text
+    )
+    # Not on a host outside the deployment (a monitoring host), and nothing but ports or ranges.
+    plan["monitoring"] = {"hosts": [{"host": "mon-1", "ip": "192.0.2.9"}]}
+    assert host_rules(plan, "mon-1", [], [], [9090], [6969])["ports"] == ["9090"]
+    for bad in ("6881-", "x", "7000-6000", 0, "65536"):
+        with pytest.raises(FirewallError, match="firewall_transfer_ports"):
+            host_rules(plan, follower, [], [], [], [bad])
+    if shutil.which("nft"):
+        path = tmp_path / "follower.nft"
+        path.write_text(text)
+        check = subprocess.run(["nft", "-c", "-f", str(path)], capture_output=True, text=True, check=False)
+        assert check.returncode == 0 or "Operation not permitted" in check.stderr, check.stderr

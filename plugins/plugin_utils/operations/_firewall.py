@@ -13,6 +13,9 @@ included): it only decides about the ports the plan gives this host's services.
   ``k3_admin_networks`` and the host itself;
 - on a monitoring host, Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same
   (Prometheus sends alerts to every monitoring host's Alertmanager);
+- on every host of the deployment, the ports of the checkpoints' and images' BitTorrent transfers
+  (``transfer_ports``: the seed's tracker and every node's peer ports, TCP and UDP) from the
+  deployment's hosts only: the pieces go between them, never to anyone else;
 - the endpoint's port (where clients send requests) also from ``k3_client_networks``;
 - anything else to those ports is refused with a TCP reset.
 """
@@ -20,6 +23,7 @@ included): it only decides about the ports the plan gives this host's services.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _variables as variables
 
@@ -66,7 +70,36 @@ def _admitted(ports, sources, names):
     return lines + ["    tcp dport { %s } reject with tcp reset" % ", ".join(ports)]
 
 
-def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_ports=()):
+def transfer_port_ranges(ports):
+    """``[6969, "6881-6889"]`` -> port dicts (``{port, count}``); FirewallError for anything else."""
+    out = []
+    for item in ports or []:
+        match = re.match(r"^(\d+)(?:-(\d+))?$", str(item))
+        if not match:
+            raise FirewallError("firewall_transfer_ports: %r is not a port or a range a-b" % (item,))
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if not 0 < first <= last < 65536:
+            raise FirewallError("firewall_transfer_ports: %r is not a port or a range a-b" % (item,))
+        out.append({"port": first, "count": last - first + 1})
+    return out
+
+
+def _transfers(ports, names):
+    """TCP and UDP to the transfer ports: the deployment's hosts, a refusal for everyone else."""
+    if not ports:
+        return []
+    lines = []
+    for proto in ("tcp", "udp"):
+        for family, match in (("4", "ip"), ("6", "ip6")):
+            if "deployment" + family in names:
+                lines.append(
+                    "    %s dport { %s } %s saddr @deployment%s accept" % (proto, ", ".join(ports), match, family)
+                )
+    refusal = {"tcp": "reject with tcp reset", "udp": "reject"}
+    return lines + ["    %s dport { %s } %s" % (p, ", ".join(ports), refusal[p]) for p in ("tcp", "udp")]
+
+
+def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_ports=(), transfer_ports=()):
     """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
     clients = networks(list(client_networks), "k3_client_networks")
     admins = networks(list(admin_networks), "k3_admin_networks")
@@ -80,6 +113,7 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_por
     metrics = [p for svc in data["services"] if svc["kind"] == "exporter" for p in svc.get("ports") or []]
     if watching:
         metrics += [{"port": int(port)} for port in monitoring_ports]
+    transfers = _port_ranges(transfer_port_ranges(transfer_ports)) if host in (plan.get("hosts") or {}) else []
     endpoint = plan.get("endpoint") or {}
     endpoint_ports = []
     if endpoint.get("host") == host and endpoint.get("port"):
@@ -117,5 +151,10 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_por
     lines += _admitted(exported, [("monitoring", exported)], names)
     endpoint_rule = [("clients", [str(p) for p in endpoint_ports])] if endpoint_ports else []
     lines += _admitted(planned, endpoint_rule + [("deployment", planned)], names)
+    lines += _transfers(transfers, names)
     lines += ["  }", "}", ""]
-    return {"ports": planned + exported, "endpoint_ports": endpoint_ports, "ruleset": "\n".join(lines)}
+    return {
+        "ports": planned + exported + transfers,
+        "endpoint_ports": endpoint_ports,
+        "ruleset": "\n".join(lines),
+    }
