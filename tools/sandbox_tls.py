@@ -4,10 +4,12 @@
 
     .venv/ansible/bin/python tools/sandbox_tls.py DIR SUBNET [SUBNET...]
 
-Writes DIR/ca.pem, DIR/front-door.pem (valid for every host address of each SUBNET, so one
-certificate serves the front door of any sandbox host set, on any of their networks; with the key
-identifiers and key usage that strict X.509 verification asks for) and their keys
-DIR/ca.key and DIR/front-door.key (0600, the folder 0700). A second run keeps what is there while it
+Writes DIR/ca.pem and, for each service that presents TLS, a certificate and key of its own:
+DIR/front-door.pem and .key, DIR/monitoring.pem and .key (Prometheus and Alertmanager). Each is
+valid for every host address of each SUBNET, so one certificate serves any sandbox host set, on
+any of their networks, with the key identifiers and key usage that strict X.509 verification asks
+for. The keys are 0600 in a 0700 folder; the CA's key is kept beside DIR, in DIR-ca, never in DIR,
+which is mounted into every host. A second run keeps what is there while it
 is valid for another 30 days and covers every SUBNET, so a re-run of site.yml changes nothing.
 tools/sandbox.sh up runs it and mounts DIR read-only into every host at the same path;
 inventories/sandbox*/group_vars point k3_tls_cert, k3_tls_key and k3_tls_ca at it.
@@ -43,29 +45,67 @@ def _key_bytes(key):
     )
 
 
+# Each service that presents TLS has a certificate and key of its own: a leaked key is one service's.
+LEAVES = {"front-door": "front door", "monitoring": "Prometheus and Alertmanager"}
+
+
+def ca_folder(folder):
+    """Where the CA's private key is kept: beside DIR, never in it (DIR is mounted into every host)."""
+    return folder.rstrip("/") + "-ca"
+
+
 def _still_good(folder, addresses):
-    try:
-        with open(os.path.join(folder, "front-door.pem"), "rb") as handle:
-            cert = x509.load_pem_x509_certificate(handle.read())
-    except (OSError, ValueError):
-        return False
-    if not all(os.path.exists(os.path.join(folder, n)) for n in ("ca.pem", "front-door.key")):
-        return False
-    try:  # made before the certificates carried key identifiers (strict X.509 clients need them)
-        cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier)
-    except x509.ExtensionNotFound:
-        return False
-    left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    return left > datetime.timedelta(days=RENEW_DAYS) and set(addresses) <= set(
-        names.get_values_for_type(x509.IPAddress)
+    for name in LEAVES:
+        try:
+            with open(os.path.join(folder, name + ".pem"), "rb") as handle:
+                cert = x509.load_pem_x509_certificate(handle.read())
+        except (OSError, ValueError):
+            return False
+        if not os.path.exists(os.path.join(folder, name + ".key")):
+            return False
+        try:  # made before the certificates carried key identifiers (strict X.509 clients need them)
+            cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier)
+        except x509.ExtensionNotFound:
+            return False
+        left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        if left <= datetime.timedelta(days=RENEW_DAYS) or not set(addresses) <= set(
+            names.get_values_for_type(x509.IPAddress)
+        ):
+            return False
+    return os.path.exists(os.path.join(folder, "ca.pem"))
+
+
+def _leaf(title, addresses, ca_name, ca_key, now):
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox %s" % title)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=DAYS))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(a) for a in addresses]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        # digitalSignature only: an EC key signs the handshake and encrypts no key.
+        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
     )
+    return key, cert
 
 
 def make(folder, *subnets):
     addresses = [a for subnet in subnets for a in ipaddress.ip_network(subnet).hosts()]
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    os.chmod(folder, 0o700)
+    for where in (folder, ca_folder(folder)):
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        os.chmod(where, 0o700)
+    stale = os.path.join(folder, "ca.key")  # where an earlier version kept it
+    if os.path.exists(stale):
+        os.replace(stale, os.path.join(ca_folder(folder), "ca.key"))
     if _still_good(folder, addresses):
         return "kept"
     now = datetime.datetime.now(datetime.UTC)
@@ -84,28 +124,12 @@ def make(folder, *subnets):
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox front door")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=DAYS))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(a) for a in addresses]), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        # digitalSignature only: an EC key signs the handshake and encrypts no key.
-        .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    _write(os.path.join(folder, "ca.key"), _key_bytes(ca_key), 0o600)
-    _write(os.path.join(folder, "front-door.key"), _key_bytes(key), 0o600)
+    _write(os.path.join(ca_folder(folder), "ca.key"), _key_bytes(ca_key), 0o600)
     _write(os.path.join(folder, "ca.pem"), ca.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(os.path.join(folder, "front-door.pem"), cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    for name, title in LEAVES.items():
+        key, cert = _leaf(title, addresses, ca_name, ca_key, now)
+        _write(os.path.join(folder, name + ".key"), _key_bytes(key), 0o600)
+        _write(os.path.join(folder, name + ".pem"), cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return "made"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 import threading
 import time
 import urllib.parse
@@ -332,6 +333,10 @@ def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(clu
     assert query("up") and get(PROMETHEUS + "/api/v1/alertmanagers")["data"]["activeAlertmanagers"]
     # Plain HTTP is not served.
     assert monitoring_request(PROMETHEUS.replace("https:", "http:") + "/api/v1/query?query=up")[0] == 400
+    # Neither the password nor its bcrypt hash in the monitoring host's journal (module arguments
+    # are logged there as "Invoked with ...", secrets masked).
+    journal = on_mon("journalctl --no-pager -o cat | grep -c -F '$2b$' || true")
+    assert journal.strip() == "0", journal
     # No gossip port (9094, TCP and UDP): nothing to join past the password.
     listening = on_mon("ss -Hlntu")
     assert ":9094 " not in listening and ":9090 " in listening, listening
@@ -387,3 +392,15 @@ def test_every_tls_port_offers_aead_suites_only_and_a_chain_valid_under_strict_c
     }
     assert {a: (f["weak"], f["chain"]) for a, f in found.items()} == {a: ([], []) for a in found}
     assert all(f["accepted"]["tls_1_2"] and f["accepted"]["tls_1_3"] for f in found.values())
+    # A key per service: the monitoring host does not present the front door's certificate, and the
+    # CA's private key is not in the folder mounted into the hosts.
+    served = {address: ssl.get_server_certificate(tuple(address.split(":"))) for address in found}
+    assert served[PROMETHEUS.split("//")[1]] != served[FRONT_DOOR.split("//")[1]]
+    assert served[PROMETHEUS.split("//")[1]] == served[ALERTMANAGER.split("//")[1]]
+    assert on_mon("ls %s" % SANDBOX_CA.parent).split() == [
+        "ca.pem",
+        "front-door.key",
+        "front-door.pem",
+        "monitoring.key",
+        "monitoring.pem",
+    ]

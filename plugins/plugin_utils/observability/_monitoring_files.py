@@ -73,7 +73,8 @@ def _file(path, content=None, service=PROMETHEUS, change="none", **extra):
 
 
 def _web_files(conf, tls):
-    """The web files and the ARGS lines: (files, the alertmanager client for prometheus.yml)."""
+    """The web files: (files, the alertmanager client for prometheus.yml, the secrets they hold: the
+    password and its bcrypt hash, both masked wherever the module's arguments are shown or logged)."""
     web_doc = web.web_config(
         conf["web_user"], conf["web_password"], WEB_CERT if tls else None, WEB_KEY if tls else None
     )
@@ -97,7 +98,7 @@ def _web_files(conf, tls):
             validate="promtool check web-config %s",
         )
     )
-    return files, client
+    return files, client, [conf["web_password"], *web_doc["basic_auth_users"].values()]
 
 
 def _args_files(conf, with_web):
@@ -156,9 +157,9 @@ def monitoring_files(plan, settings):
     ]
     client, secrets = None, []
     if with_web:
-        web_files, client = _web_files(conf, tls)
+        web_files, client, web_secrets = _web_files(conf, tls)
         files += web_files
-        secrets.append(conf["web_password"])
+        secrets += web_secrets
     if install:
         manager, manager_secrets = _alertmanager_file(conf)
         files += [manager] + _args_files(conf, with_web)
