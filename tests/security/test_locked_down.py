@@ -179,6 +179,45 @@ def test_the_front_door_passes_no_route_it_does_not_list(deployed):
     assert wrong == []
 
 
+def path_tricks(route):
+    """The forms an attacker tries on ``route``: encoded, double-encoded, dot segments, mixed case,
+    repeated slashes, and the reverse (a management route reached from a client route's path)."""
+    head, tail = route[:2], route[2:]
+    return [
+        route.upper(),
+        "/" + route,
+        route.replace("/", "//"),
+        "%s%%%02X%s" % (head, ord(tail[0]), tail[1:]),
+        "%s%%25%02X%s" % (head, ord(tail[0]), tail[1:]),
+        "/v1/models/..%s" % route,
+        "/v1/models/..%%2F..%s" % route.replace("/", "%2F"),
+        "/v1/models/%%2e%%2e%s" % route,
+        "%s/..%%2Fv1%%2Fmodels" % route,
+        "%s/../v1/models" % route,
+        "%s/.%%2E/v1/chat/completions" % route,
+    ]
+
+
+def test_path_tricks_with_the_client_key_reach_no_management_route(deployed):
+    """Every management route of the router, in every form an attacker tries, with the client key
+    and each method: refused (400, 403 or 404), the router's workers untouched, and a keyed request
+    still answered."""
+    key, admin = deployed["keys"][0], deployed["admin"]
+    before = json.loads(request(ROUTER + "/list_workers", admin)[1])
+    management = ["/add_worker", "/remove_worker", "/list_workers", "/workers", "/workers/x", "/flush_cache"]
+    management += ["/get_loads", "/get_server_info", "/get_model_info"]
+    let_through = []
+    for route in management:
+        for path in path_tricks(route):
+            for method in ("GET", "POST", "DELETE"):
+                status = request(FRONT_DOOR + path, key, {} if method != "GET" else None, method=method)[0]
+                if status not in (400, 403, 404):
+                    let_through.append((method, path, status))
+    assert let_through == []
+    assert json.loads(request(ROUTER + "/list_workers", admin)[1]) == before
+    assert request(FRONT_DOOR + "/v1/models", key)[0] == 200
+
+
 def test_router_worker_list_is_unchanged_by_an_unauthenticated_admin_call(deployed):
     key = deployed["admin"]
     status, before = request(ROUTER + "/list_workers", key)
