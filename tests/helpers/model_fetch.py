@@ -8,11 +8,11 @@ import json
 import os
 import socket
 import subprocess
-import time
 
 from conftest import ROOT, VENV_BIN, nginx_program
 
 from helpers.ansible_run import run
+from helpers.listening import wait_listening
 
 SERVICES = ROOT / ".venv" / "services" / "bin"
 
@@ -73,16 +73,7 @@ def token_gate(folder, token, inner):
         }
     )
     proc = subprocess.Popen([str(nginx_program()), "-c", str(config)], stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("nginx did not start: %s" % proc.stderr.read()) from None
-            time.sleep(0.05)
+    wait_listening(port, proc, "nginx")
     try:
         yield "http://127.0.0.1:%d" % port
     finally:

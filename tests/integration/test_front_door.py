@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
+from helpers.listening import wait_listening
 from helpers.pki import make_pki
 from helpers.secured_sandbox import ROUTER_ROUTES
 from helpers.tls_scan import SSLYZE, scan
@@ -126,16 +127,7 @@ def running_door(profile, tmp_path, **more):
         [str(nginx_program()), "-c", str(config), "-e", "stderr"], stderr=subprocess.PIPE, text=True
     )
     context = ssl.create_default_context(cafile=str(pki["ca.pem"]))
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("nginx did not start: %s" % proc.stderr.read())
-            time.sleep(0.05)
+    wait_listening(port, proc, "nginx")
     try:
         yield {
             "profile": profile,

@@ -14,11 +14,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import time
 
 import pytest
+from helpers.listening import wait_listening
 from helpers.model_fetch import SERVICES, free_port, model_fetch, result, token_gate
 
 TOKEN = "url-token-0123456789"  # noqa: S105 - the test server's token, not a secret
@@ -72,14 +71,7 @@ def bucket(store):
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert server.poll() is None and time.monotonic() < deadline, "rclone serve s3 did not start"
-            time.sleep(0.1)
+    wait_listening(port, server, "rclone serve s3", timeout=30)
     try:
         yield "http://127.0.0.1:%d" % port
     finally:
