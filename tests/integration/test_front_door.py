@@ -25,7 +25,6 @@ import subprocess
 import threading
 import time
 import warnings
-from urllib.parse import urlsplit
 
 import pytest
 from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
@@ -113,8 +112,7 @@ def running_door(profile, tmp_path, **more):
     settings.update(more)
     target = dict(svc["backend"], ip="127.0.0.1", port=backend.server_address[1])
     tls = {"cert": str(pki["server.pem"]), "key": str(pki["server.key"])}
-    rendered = [(host, svc) for host, data in plan["hosts"].items() for svc in data["services"]]
-    hidden = door.hidden_texts(rendered, plan["parameters"])
+    hidden = door.hidden_texts(plan["parameters"])
     text = door.nginx_config(settings, target, tls, True, str(tmp_path), profile, hidden=hidden)
     # The hosts log to the journal (syslog); here to a file, in the same format.
     log = tmp_path / "access.log"
@@ -274,23 +272,16 @@ def test_a_tls_scan_finds_no_weak_suite_and_a_chain_valid_under_strict_checks(do
     assert found["accepted"]["tls_1_2"] and found["accepted"]["tls_1_3"]
 
 
-def test_answers_show_no_internal_address_no_checkpoint_path_and_no_cors(door_up):
-    """vllm-router's P/D ids carry the workers' addresses and vLLM's model list the checkpoint's path:
-    the door replaces both as they pass, and drops vLLM's Access-Control-Allow-Origin: *."""
+def test_answers_show_no_checkpoint_path_and_no_cors(door_up):
+    """vLLM's model list carries the checkpoint's path: the door replaces it with the served model
+    name as answers pass, and drops vLLM's Access-Control-Allow-Origin: *."""
     plan, _svc = planned(door_up["profile"])
-    engines = sorted(
-        {s["url"] for d in plan["hosts"].values() for s in d["services"] if s["kind"] == "vllm" and s.get("url")}
-    )
-    first, last = urlsplit(engines[0]).netloc, engines[-1]
     model = plan["parameters"]["model_path"]
-    door_up["backend"].extra = {
-        "id": "chatcmpl-___prefill_addr_%s___decode_addr_%s_0f1e2d" % (first, last),
-        "root": model,
-    }
+    door_up["backend"].extra = {"data": [{"id": "kimi-k3", "root": model}]}
     status, body, headers = call(door_up, "GET", "/v1/models", CLIENT, headers={"Origin": "https://evil.example"})
     answer = json.loads(body)
-    assert status == 200 and answer["id"] == "chatcmpl-_0f1e2d", answer
-    assert answer["root"] == plan["parameters"]["served_model_name"] and model not in body
+    assert status == 200 and answer["data"][0]["root"] == plan["parameters"]["served_model_name"], answer
+    assert model not in body
     assert not any(h.lower().startswith("access-control-") for h in headers), headers
 
 

@@ -29,7 +29,6 @@ checked by the variable contract) makes safe to write.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 SERVICE = "front-door"
 KIND = "front_door"
@@ -165,23 +164,21 @@ def _hiding(hidden):
     return lines + ["        sub_filter %s %s;" % (_quoted(old), _quoted(new)) for old, new in hidden]
 
 
-def hidden_texts(rendered, params):
-    """What the door's answers must not show, each with its replacement, longest first.
+def hidden_texts(params):
+    """What the door's answers must not show, each with its replacement, longest first: vLLM's
+    model list carries the checkpoint's path on disk (``root``), which becomes the served model
+    name (the draft's: ``draft``).
 
-    vllm-router's P/D request ids carry the prefill and decode workers' addresses
-    (``___prefill_addr_<address>___decode_addr_<address>_<uuid>``), and vLLM's model list the
-    checkpoint's path on disk (``root``): the engines' addresses (with and without the scheme) go,
-    and the paths become the served model name (the draft's: ``draft``).
+    Only what the parameters fix: the door's configuration must not change when a node leaves or
+    joins (remove_node.yml, scale.yml leave the door as it is). vllm-router's P/D request ids carry
+    the prefill and decode workers' addresses (``___prefill_addr_<address>___decode_addr_...``);
+    hiding those would tie the door to the set of engines, and is not done (docs/security.md).
     """
     pairs = []
     for key, name in (("model_path", params.get("served_model_name") or "model"), ("draft_model_path", "draft")):
         path = params.get(key)
         if isinstance(path, str) and path.startswith("/") and len(path) > 1:
             pairs.append((path.rstrip("/"), name))
-    urls = sorted({svc["url"] for _host, svc in rendered if svc.get("kind") == "vllm" and svc.get("url")})
-    for url in urls:
-        for address in (url, urlsplit(url).netloc):
-            pairs += [("___prefill_addr_%s" % address, ""), ("___decode_addr_%s" % address, "")]
     return sorted(set(pairs), key=lambda pair: (-len(pair[0]), pair[0]))
 
 

@@ -113,7 +113,7 @@ class FrontDoorMixin:
 
     def configure_front_door(self, settings, rendered, auth, tls, config_dir, params):
         """The front door's configuration file and, with keys, its 0600 keys file; the plan's ``tls``."""
-        hidden = door.hidden_texts(rendered, params)
+        hidden = door.hidden_texts(params)
         served = []
         for host, svc in rendered:
             if svc["kind"] != door.KIND:
