@@ -87,7 +87,7 @@ def hub_files(source, token):
     return sorted(files, key=lambda entry: entry["path"])
 
 
-def download(source, token, staging, workers):
+def download(source, token, staging, workers, files, run):  # noqa: ARG001 - the hub's client lists them itself
     """Every file of ``source`` into ``staging`` (what is already there at full size is kept)."""
     hub, errors = _client()
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -93,7 +93,7 @@ def hub_files(source, token):
     return sorted(files, key=lambda entry: entry["path"])
 
 
-def download(source, token, staging, workers):
+def download(source, token, staging, workers, files, run):  # noqa: ARG001 - the hub's client lists them itself
     """Every file of ``source`` into ``staging`` (what is already there at full size is kept)."""
     os.environ["MODELSCOPE_CACHE"] = os.path.join(staging, ".cache")
     hub, errors = _client()

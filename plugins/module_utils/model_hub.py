@@ -26,13 +26,12 @@ __all__ = ["CLIENTS", "STORES", "HubError", "download", "hub_files"]
 
 
 def hub_files(source, token):
-    """The publisher's files of ``source`` ({hub, repo, revision, endpoint}): path, size and hash."""
+    """The publisher's files of ``source`` ({hub, repo, revision, endpoint}): path, size and hash
+    (a hub's only: a store's list is given as data)."""
     return CLIENTS[source["hub"]].hub_files(source, token)
 
 
 def download(source, token, staging, workers, files, run):
-    """Every file of ``source`` (a store's: every file of ``files``, with its program run by ``run``,
-    the module's run_command) into ``staging`` (what is already there at full size is kept)."""
-    if source["hub"] in STORES:
-        return CLIENTS[source["hub"]].download(source, token, staging, workers, files, run)
-    return CLIENTS[source["hub"]].download(source, token, staging, workers)
+    """Every file of ``files`` (the publisher's list) of ``source`` into ``staging``: what is already
+    there at full size is kept. ``run``: the module's run_command, for the stores' programs."""
+    return CLIENTS[source["hub"]].download(source, token, staging, workers, files, run)

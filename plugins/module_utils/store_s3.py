@@ -34,10 +34,6 @@ CAUSES = (
 )
 
 
-def hub_files(source, token):  # noqa: ARG001 - a bucket gives no list of its own
-    raise HubError("%s gives no list of its own: the publisher's list comes as data (files)" % source["url"])
-
-
 def environment(source, token, inherited):
     """What rclone's environment adds to ``inherited`` (the module's: the proxy variables pass
     through) for an on-the-fly S3 remote (``:s3:``), credentials included."""

@@ -28,10 +28,6 @@ CAUSES = {
 }
 
 
-def hub_files(source, token):  # noqa: ARG001 - a file server gives no list of its own
-    raise HubError("%s gives no list of its own: the publisher's list comes as data (files)" % source["url"])
-
-
 def input_text(source, token, files):
     """aria2c's input file: per file its address, its place in the staging folder, its SHA-256
     (files kept in Git on the Hub have a blob id instead: checked after the download) and the token."""

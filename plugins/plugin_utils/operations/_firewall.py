@@ -58,16 +58,21 @@ def _elements(nets):
     return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
 
 
-def _admitted(ports, sources, names):
-    """The chain's lines for ``ports``: each (set, ports) source accepted, then a reset for the rest."""
+_REFUSAL = {"tcp": "reject with tcp reset", "udp": "reject"}
+
+
+def _admitted(ports, sources, names, proto="tcp"):
+    """The chain's lines for ``ports``: each (set, ports) source accepted, then a refusal for the rest."""
     if not ports:
         return []
     lines = []
     for name, admitted in sources:
         for family, match in (("4", "ip"), ("6", "ip6")):
             if name + family in names:
-                lines.append("    tcp dport { %s } %s saddr @%s%s accept" % (", ".join(admitted), match, name, family))
-    return lines + ["    tcp dport { %s } reject with tcp reset" % ", ".join(ports)]
+                lines.append(
+                    "    %s dport { %s } %s saddr @%s%s accept" % (proto, ", ".join(admitted), match, name, family)
+                )
+    return lines + ["    %s dport { %s } %s" % (proto, ", ".join(ports), _REFUSAL[proto])]
 
 
 def transfer_port_ranges(ports):
@@ -82,21 +87,6 @@ def transfer_port_ranges(ports):
             raise FirewallError("firewall_transfer_ports: %r is not a port or a range a-b" % (item,))
         out.append({"port": first, "count": last - first + 1})
     return out
-
-
-def _transfers(ports, names):
-    """TCP and UDP to the transfer ports: the deployment's hosts, a refusal for everyone else."""
-    if not ports:
-        return []
-    lines = []
-    for proto in ("tcp", "udp"):
-        for family, match in (("4", "ip"), ("6", "ip6")):
-            if "deployment" + family in names:
-                lines.append(
-                    "    %s dport { %s } %s saddr @deployment%s accept" % (proto, ", ".join(ports), match, family)
-                )
-    refusal = {"tcp": "reject with tcp reset", "udp": "reject"}
-    return lines + ["    %s dport { %s } %s" % (p, ", ".join(ports), refusal[p]) for p in ("tcp", "udp")]
 
 
 def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_ports=(), transfer_ports=()):
@@ -151,7 +141,9 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_por
     lines += _admitted(exported, [("monitoring", exported)], names)
     endpoint_rule = [("clients", [str(p) for p in endpoint_ports])] if endpoint_ports else []
     lines += _admitted(planned, endpoint_rule + [("deployment", planned)], names)
-    lines += _transfers(transfers, names)
+    # The transfers: TCP and UDP (the tracker answers both), from the deployment's hosts.
+    for proto in ("tcp", "udp"):
+        lines += _admitted(transfers, [("deployment", transfers)], names, proto)
     lines += ["  }", "}", ""]
     return {
         "ports": planned + exported + transfers,
