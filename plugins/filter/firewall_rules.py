@@ -12,11 +12,13 @@ version_added: 0.2.0
 short_description: "The nftables table of one host, from the plan"
 description:
   - >-
-    Renders the table C(inet kimi_k3) for a host: its planned ports accept connections from the
-    deployment's hosts and the admin networks, the endpoint's port also from the client networks,
-    the exporters' (and on a monitoring host Prometheus' and Alertmanager's) from the monitoring hosts
-    and the admin networks, and refuse everyone else with a TCP reset. Every other packet (SSH included) is left to the
-    site's rules. The file replaces the table atomically (nft -f).
+    Renders the table C(inet kimi_k3) for a host, default deny: SSH from the admin networks only; each
+    planned port from the hosts the plan connects to it, the monitoring hosts and the admin networks
+    (the endpoint's port also from the client networks), anyone else a TCP reset; the exporters' (and on
+    a monitoring host Prometheus' and Alertmanager's) ports from the monitoring hosts and the admin
+    networks; every port between the members of a multi-node engine group; the transfers' and the fabric
+    check's ports from the deployment; the inventory's own additions; every other packet dropped.
+    The file replaces the table atomically (nft -f).
 author: kimi_k3.serving maintainers (!UNKNOWN)
 options:
   _input:
@@ -35,14 +37,19 @@ options:
     description: "Addresses or networks allowed to every planned port (k3_admin_networks)."
     type: list
     elements: str
-  monitoring_ports:
-    description: "On a monitoring host, Prometheus' and Alertmanager's ports: from the monitoring hosts and the admin networks only."
+  ports:
+    description:
+      - "The ports besides the plan's, each a list of ports or ranges a-b:"
+      - "C(ssh) (default 22) from the admin networks only;"
+      - "C(monitoring), on a monitoring host, Prometheus' and Alertmanager's, from the monitoring hosts and the admin networks only;"
+      - "C(transfers), the BitTorrent transfers', TCP and UDP, and C(fabric), the fabric check's, from the deployment's hosts only."
+    type: dict
+  allow:
+    description:
+      - "The inventory's additions (k3_firewall_allow), each C({ports, proto, from, comment})."
+      - "C(from) lists addresses, networks or the names deployment, admins, clients and monitoring."
     type: list
-    elements: int
-  transfer_ports:
-    description: "The BitTorrent transfers' ports (a port or a range a-b), TCP and UDP, from the deployment's hosts only."
-    type: list
-    elements: raw
+    elements: dict
 """
 
 EXAMPLES = r"""

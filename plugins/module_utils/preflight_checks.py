@@ -334,3 +334,41 @@ def _size_arg(value):
     if value % GIB == 0:
         return "%dG" % (value // GIB)
     return "%dM" % -(-value // (1024**2))
+
+
+def _in_networks(address, networks):
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    ip = getattr(ip, "ipv4_mapped", None) or ip
+    return any(ip in ipaddress.ip_network(str(net).strip(), strict=False) for net in networks or [])
+
+
+def check_ssh(host, session, networks, ports):
+    """The firewall about to be loaded admits this run's own SSH session (client address and port)."""
+    if not session:
+        return []
+    problems = []
+    if not _in_networks(session["client"], networks):
+        problems.append(
+            Problem(
+                host,
+                "ssh",
+                "this run's SSH comes from %s, and the firewall (k3_firewall) admits SSH only from "
+                "k3_admin_networks (%s)" % (session["client"], ", ".join(str(n) for n in networks or []) or "none set"),
+                "add %s (or its network) to k3_admin_networks, or set k3_firewall: false to leave the "
+                "firewall to the site" % session["client"],
+            )
+        )
+    if int(session["port"]) not in {int(p) for p in ports or []}:
+        problems.append(
+            Problem(
+                host,
+                "ssh",
+                "this run's SSH reaches port %d, and the firewall admits SSH on %s only (ansible_port)"
+                % (session["port"], ", ".join(str(p) for p in ports or []) or "no port"),
+                "set ansible_port: %d for this host, or firewall_ssh_ports" % session["port"],
+            )
+        )
+    return problems

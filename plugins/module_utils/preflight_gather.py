@@ -21,9 +21,12 @@ import struct
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_parse import (
     docker_client_proxies,
     docker_daemon_proxies,
+    parent_pid,
     parse_env_lines,
+    parse_environ,
     parse_ip_json,
     parse_proc_net_tcp,
+    parse_ssh_connection,
     parse_unit_environment,
     unit_of_cgroup,
 )
@@ -261,3 +264,24 @@ def shm_size():
     except OSError:
         return None
     return st.f_blocks * st.f_frsize
+
+
+def ssh_session(proc="/proc", environ=None):
+    """The SSH session this module runs in, as the host sees it: ``{client, client_port, server, port}``.
+
+    ``SSH_CONNECTION`` of this process, or of the nearest ancestor that has it (become tools such as
+    sudo drop it from the environment they pass on; root reads the ancestors' environ). None when
+    the module does not run over SSH (a local or container connection).
+    """
+    found = parse_ssh_connection((os.environ if environ is None else environ).get("SSH_CONNECTION"))
+    pid = os.getppid()
+    for _hop in range(32):
+        if found or pid <= 1:
+            break
+        try:
+            with open("%s/%d/environ" % (proc, pid), "rb") as handle:
+                found = parse_ssh_connection(parse_environ(handle.read()).get("SSH_CONNECTION"))
+        except OSError:
+            break
+        pid = parent_pid(read("%s/%d/stat" % (proc, pid)))
+    return found

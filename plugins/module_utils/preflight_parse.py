@@ -142,3 +142,27 @@ def docker_daemon_proxies(config):
         if proxies.get(key):
             out[name] = proxies[key]
     return out
+
+
+def parse_ssh_connection(value):
+    """``SSH_CONNECTION`` ("client port server port") -> ``{client, client_port, server, port}``, or None."""
+    words = (value or "").split()
+    if len(words) != 4 or not (words[1].isdigit() and words[3].isdigit()):
+        return None
+    return {"client": words[0], "client_port": int(words[1]), "server": words[2], "port": int(words[3])}
+
+
+def parse_environ(raw):
+    """A /proc/PID/environ (NUL-separated NAME=value) -> dict."""
+    out = {}
+    for item in (raw or b"").split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            out[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
+
+
+def parent_pid(stat):
+    """The parent's PID from a /proc/PID/stat line (after the command in parentheses), or 0."""
+    fields = (stat or "").rpartition(")")[2].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0

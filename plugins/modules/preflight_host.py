@@ -27,6 +27,9 @@ description:
     O(min_free_bytes) stays free.
   - C(shm) - C(/dev/shm) is at least what the services need (docker with C(--ipc host) - the planned C(--shm-size);
     host runtime - O(shm_bytes)).
+  - C(ssh) - when O(ssh) is given (the firewall is about to admit SSH only from some networks), this run's own SSH
+    session (C(SSH_CONNECTION) of the module or of its nearest ancestor, as the host sees it) comes from one of
+    O(ssh.networks) to one of O(ssh.ports); otherwise the firewall would cut the controller off.
   - Then, for the connection test, listens on the O(listen) ports (after the port check has read the host) and
     returns once they are all listening; a detached process greets every connection and exits as soon as every
     expected host has said hello, or after O(listen_timeout) seconds. A port in use is left to its holder.
@@ -74,9 +77,24 @@ options:
     type: int
     default: 1073741824
   checks:
-    description: Which checks run (C(addresses), C(ports), C(proxies), C(space), C(shm)); a missing key runs it.
+    description: Which checks run (C(addresses), C(ports), C(proxies), C(space), C(shm), C(ssh)); a missing key runs it.
     type: dict
     default: {}
+  ssh:
+    description: What the firewall will admit for SSH; empty (the default) when the host's firewall is the site's.
+    type: dict
+    default: {}
+    suboptions:
+      networks:
+        description: The networks SSH is admitted from (C(k3_admin_networks)).
+        type: list
+        elements: str
+        default: []
+      ports:
+        description: The ports SSH is admitted on.
+        type: list
+        elements: int
+        default: [22]
   docker_client_config:
     description: The docker client configuration whose C(proxies) the client injects into containers.
     type: path
@@ -168,6 +186,11 @@ manifests:
   returned: always
   type: list
   elements: dict
+ssh_session:
+  description: This run's SSH session as the host sees it (null when not over SSH or not asked).
+  returned: always
+  type: dict
+  sample: {"client": "10.77.0.1", "client_port": 51514, "server": "10.77.0.11", "port": 22}
 unit_states:
   description: The state of each unit of O(units), in their order (C(systemctl is-active)'s lines).
   returned: always
@@ -184,6 +207,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_checks i
     check_ports,
     check_shm,
     check_space,
+    check_ssh,
 )
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_common import messages, port_range
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import listen_problems
@@ -195,6 +219,7 @@ from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_gather i
     listeners,
     resolve,
     shm_size,
+    ssh_session,
 )
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_listener import spawn_listener
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_proxies import check_proxies
@@ -231,6 +256,14 @@ def main():
             "describe": {"type": "list", "elements": "path", "default": []},
             "describe_mode": {"type": "str", "choices": ["quick", "full"], "default": "quick"},
             "units": {"type": "list", "elements": "str", "default": []},
+            "ssh": {
+                "type": "dict",
+                "default": {},
+                "options": {
+                    "networks": {"type": "list", "elements": "str", "default": []},
+                    "ports": {"type": "list", "elements": "int", "default": [22]},
+                },
+            },
         },
         supports_check_mode=True,
     )
@@ -268,6 +301,10 @@ def main():
     if wanted("shm"):
         result["shm_bytes"] = shm_size()
         problems += check_shm(host, services, result["shm_bytes"], p["shm_bytes"])
+    result["ssh_session"] = None
+    if wanted("ssh") and p["ssh"]:
+        result["ssh_session"] = ssh_session()
+        problems += check_ssh(host, result["ssh_session"], p["ssh"]["networks"], p["ssh"]["ports"])
     result["manifests"] = [manifest(path, p["describe_mode"], 16 * MIB) for path in p["describe"]]
     result["unit_states"] = unit_states(module, p["units"])
     if p["listen"]:

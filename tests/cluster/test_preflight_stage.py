@@ -186,6 +186,20 @@ def test_a_connection_dropped_by_nftables_is_refused_naming_both_hosts_and_the_p
     assert "fatal: [k3-sb-prefill]" not in text and "fatal: [k3-sb-decode]" not in text
 
 
+def test_a_firewall_that_would_cut_the_controllers_ssh_is_refused_on_every_host(sandbox):
+    """The firewall admits SSH only from k3_admin_networks: a list without the controller (10.77.0.1)
+    is refused on every host the table would be loaded on, the monitoring host included."""
+    text = refused("-e", '{"k3_admin_networks": ["192.0.2.0/24"]}')
+    assert "fatal: [k3-sb-mon]" in text
+    for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-dp1", "k3-sb-prefill", "k3-sb-decode", "k3-sb-mon"):
+        assert (
+            "host %s: ssh: this run's SSH comes from 10.77.0.1, and the firewall (k3_firewall) admits SSH only from "
+            "k3_admin_networks (192.0.2.0/24). Fix: add 10.77.0.1 (or its network) to k3_admin_networks"
+            % host
+            in flat(text)
+        ), text[-4000:]
+
+
 def test_a_proxy_variable_in_the_service_environment_is_refused(sandbox, clean_host_vars):
     host_vars("k3-sb-decode", "k3_env:\n  https_proxy: http://10.77.0.1:3128\n")
     text = refused()

@@ -313,12 +313,35 @@ def test_health_waits_and_verify_carry_the_key(deployed):
 
 def connect(host, address, port):
     """From test host ``host``: open, refused (a reset) or timeout, for a TCP connection."""
-    out = on(
-        host,
-        "if timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/tmp/k3-connect; then echo open; "
-        "elif grep -q refused /tmp/k3-connect; then echo refused; else echo timeout; fi" % (address, port),
+    return connect_many(host, [(address, port)])[(address, port)]
+
+
+def connect_many(host, targets, timeout=3):
+    """From test host ``host``, all at once: {(address, port): open | refused | timeout}."""
+    probes = " ".join(
+        "( if timeout %d bash -c 'exec 3<>/dev/tcp/%s/%d' 2>/tmp/k3-connect-%s-%d; then r=open; "
+        "elif grep -q refused /tmp/k3-connect-%s-%d; then r=refused; else r=timeout; fi; echo %s %d $r ) &"
+        % (timeout, a, p, a, p, a, p, a, p)
+        for a, p in targets
     )
-    return out.stdout.strip().splitlines()[0].strip()
+    out = on(host, probes + " wait")
+    found = {}
+    for line in out.stdout.splitlines():
+        address, port, result = line.split()
+        found[(address, int(port))] = result
+    assert set(found) == set(targets), out.stdout
+    return found
+
+
+def listening(host):
+    """The TCP ports something listens on at ``host`` (ss), other than on loopback."""
+    out = on(host, "ss -H -ltn")
+    ports = set()
+    for line in out.stdout.splitlines():
+        local = line.split()[3]
+        if not local.startswith(("127.", "[::1]")):
+            ports.add(int(local.rsplit(":", 1)[1]))
+    return ports
 
 
 def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed):
@@ -335,19 +358,41 @@ def test_a_host_outside_the_deployment_is_refused_on_every_planned_port(deployed
         ("10.77.0.18", 9093),  # Alertmanager
     ):
         assert connect(OUTSIDE, address, port) == "refused", (address, port)
-    # SSH and every port the plan does not give a service are the site's business: still reachable.
-    assert connect(OUTSIDE, "10.77.0.11", 22) == "open"
 
 
-def test_the_deployment_and_the_allowed_networks_reach_the_ports(deployed):
-    assert connect("k3-sb-decode", "10.77.0.14", 8100) == "open"  # engine to engine
-    # (each port the outside host was refused on is listening: the deployment's hosts get through)
-    assert connect("k3-sb-dp1", "10.77.0.12", 8000) == "open"  # follower to node 0
-    assert connect("k3-sb-prefill", "10.77.0.11", 5000) == "open"  # prefill to the MetaService
-    assert connect("k3-sb-prefill", "10.77.0.15", 8200) == "open"
-    # The exporters: the monitoring host scrapes them, the deployment's other hosts are refused.
-    assert connect("k3-sb-mon", "10.77.0.12", 9100) == "open"
-    assert connect("k3-sb-mon", "10.77.0.12", 8082) == "open"
+def test_everything_else_is_dropped_ssh_is_the_admins_and_a_group_talks_within_itself(deployed):
+    """Default deny: SSH answers the controller only; every other listener of a host (vLLM's
+    ZMQ and engine-core ports, chosen at start) drops the outside host and the deployment's other
+    hosts, and answers the members of its own engine group."""
+    planned = {8000, 13389, 9100, 8082}
+    internal = sorted(listening("k3-sb-dp0") - planned - {22})
+    assert internal, "node 0 of the data-parallel engine listens on its internal ports"
+    targets = [("10.77.0.12", port) for port in internal] + [("10.77.0.12", 22), ("10.77.0.18", 22)]
+    for prober in (OUTSIDE, "k3-sb-prefill"):
+        results = connect_many(prober, targets)
+        assert set(results.values()) == {"timeout"}, (prober, results)
+    member = connect_many("k3-sb-dp1", [("10.77.0.12", port) for port in internal] + [("10.77.0.12", 22)])
+    assert member.pop(("10.77.0.12", 22)) == "timeout"  # a member is no admin
+    assert set(member.values()) == {"open"}, member
+    # The controller (k3_admin_networks) keeps SSH: every test's `on` goes through it.
+    assert on("k3-sb-mon", "true").returncode == 0
+
+
+def test_each_port_answers_the_hosts_the_plan_connects_and_refuses_the_others(deployed):
+    """Each planned port is open to the hosts the plan has connect to it (the router to its engines,
+    prefill to the MetaService), the monitoring host and the controller;
+    a deployment host the plan does not connect there is refused like the outside host."""
+    results = connect_many("k3-sb-front", [("10.77.0.14", 8100), ("10.77.0.15", 8200), ("10.77.0.12", 8000)])
+    assert results == {("10.77.0.14", 8100): "open", ("10.77.0.15", 8200): "open", ("10.77.0.12", 8000): "refused"}
+    results = connect_many("k3-sb-prefill", [("10.77.0.11", 5000), ("10.77.0.11", 6000), ("10.77.0.15", 8200)])
+    assert results == {("10.77.0.11", 5000): "open", ("10.77.0.11", 6000): "open", ("10.77.0.15", 8200): "refused"}
+    assert connect_many("k3-sb-decode", [("10.77.0.14", 8100), ("10.77.0.11", 5000)]) == {
+        ("10.77.0.14", 8100): "refused",
+        ("10.77.0.11", 5000): "refused",
+    }
+    # The monitoring host scrapes every planned port and the exporters; the others' exporters refuse.
+    results = connect_many("k3-sb-mon", [("10.77.0.12", 9100), ("10.77.0.12", 8082), ("10.77.0.14", 8100)])
+    assert set(results.values()) == {"open"}, results
     assert connect("k3-sb-decode", "10.77.0.12", 9100) == "refused"
     assert connect("k3-sb-decode", "10.77.0.18", 9093) == "refused"
     # The controller (10.77.0.1) is in k3_client_networks: the front door answers it.
@@ -374,12 +419,15 @@ def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deploye
     for host in ("k3-sb-front", "k3-sb-dp0", "k3-sb-prefill", "k3-sb-decode", "k3-sb-mon"):
         tables = on(host, "nft list tables")
         assert "table inet kimi_k3" in tables.stdout, (host, tables.stdout)
-    # The headless follower serves no port of its own: its table holds only its exporters', for the
-    # monitoring host and the admins, and the transfers' ports, for the deployment.
+    # The headless follower serves no port of its own: its table holds SSH (the admins), its
+    # exporters' (the monitoring host and the admins), the transfers' and the fabric check's ports
+    # (the deployment), and its group's other member; everything else is dropped.
     rules = on("k3-sb-dp1", "nft list table inet kimi_k3").stdout
-    ports = {tuple(m.split(", ")) for m in re.findall(r"tcp dport \{ ([0-9, -]+) \}", rules)}
-    assert ports == {("8082", "9100"), ("6881-6889", "6969")}, rules
-    assert "@monitoring4 accept" in rules and "{ 8082, 9100 } ip saddr @deployment4" not in rules, rules
+    # (nft lists a one-element set as the element alone)
+    ports = {tuple((a or b).split(", ")) for a, b in re.findall(r"tcp dport (?:\{ ([0-9, -]+) \}|(\d+))", rules)}
+    assert ports == {("22",), ("8082", "9100"), ("6881-6889", "6969"), ("5201",)}, rules
+    assert "policy drop;" in rules and 'ip saddr 10.77.0.12 accept comment "the other members' in rules, rules
+    assert "@operators4 accept" in rules and "{ 8082, 9100 } ip saddr @deployment4" not in rules, rules
     on("k3-sb-prefill", "nft delete table inet kimi_k3")
     assert connect(OUTSIDE, "10.77.0.14", 8100) == "open"
     again = playbook("site.yml", "--tags", "firewall", *deployed["args"])

@@ -74,13 +74,13 @@ def test_the_exporter_ports_are_open_to_the_monitoring_host_and_the_admins_only(
     plan = planner.build_plan(watched("nvidia-pd-nixl"))
     host = next(h for h, d in plan["hosts"].items() if any(s["kind"] == "vllm" for s in d["services"]))
     ruleset = firewall.host_rules(plan, host, admin_networks=["192.0.2.200/32"])["ruleset"]
-    monitoring = re.search(r"set monitoring4 \{[^}]*elements = \{ ([^}]*) \}", ruleset).group(1).split(", ")
+    monitoring = re.search(r"set operators4 \{[^}]*elements = \{ ([^}]*) \}", ruleset).group(1).split(", ")
     assert sorted(monitoring) == sorted([WATCHER, "192.0.2.200", plan["hosts"][host]["ip"]])
-    assert "tcp dport { 9100, 9400 } ip saddr @monitoring4 accept" in ruleset
+    assert 'tcp dport { 9100, 9400 } ip saddr @operators4 accept comment "metrics: monitoring and admins"' in ruleset
     assert "tcp dport { 9100, 9400 } reject with tcp reset" in ruleset
-    # The deployment's other hosts reach the serving ports, not the exporters'.
-    deployment_line = next(line for line in ruleset.splitlines() if "@deployment4 accept" in line)
-    assert "9100" not in deployment_line and "9400" not in deployment_line
+    # The deployment's other hosts reach the serving ports they use, never the exporters'.
+    others = [line for line in ruleset.splitlines() if "accept" in line and "operators4" not in line]
+    assert not [line for line in others if "9100" in line or "9400" in line]
 
 
 def test_a_colliding_exporter_port_is_refused_naming_the_variable_and_the_fix():

@@ -52,7 +52,7 @@ def test_every_profile_has_its_front_door_on_the_endpoint_host(name):
     rules = host_rules(plan, endpoint["host"], ["192.0.2.0/24"], [])
     assert rules["endpoint_ports"] == [8443]
     client_lines = [line for line in rules["ruleset"].splitlines() if "@clients4" in line]
-    assert client_lines == ["    tcp dport { 8443 } ip saddr @clients4 accept"]
+    assert client_lines == ['    tcp dport { 8443 } ip saddr @clients4 accept comment "clients"']
     text = json.dumps(plan)
     assert KEY not in text and ADMIN not in text
 

@@ -9,14 +9,14 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._firewa
 
 
 @filter_errors
-def _firewall_rules(plan, host, client_networks=None, admin_networks=None, monitoring_ports=None, transfer_ports=None):
+def _firewall_rules(plan, host, client_networks=None, admin_networks=None, ports=None, allow=None):
     return host_rules(
         needs_plan(plan, "firewall_rules"),
         host,
         client_networks or [],
         admin_networks or [],
-        monitoring_ports or [],
-        transfer_ports or [],
+        ports or {},
+        allow or [],
     )
 
 

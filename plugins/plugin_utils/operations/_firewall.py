@@ -1,23 +1,30 @@
 # Copyright: kimi_k3.serving contributors
 # Apache License 2.0
-"""The nftables table of one host, from the plan: only the planned ports, only from who needs them.
+"""The nftables table of one host, from the plan: default deny, each port open only to who uses it.
 
 One table of the collection's own (``inet kimi_k3``), replaced atomically as a whole by ``nft -f``;
-the site's other tables are never touched. Its input chain accepts every other packet (SSH
-included): it only decides about the ports the plan gives this host's services.
+the site's other tables are never touched. Its input chain drops every packet it does not accept
+(a packet must pass every base chain of the hook, so the site's own tables can only narrow it):
 
-- every planned port of the host: from the deployment's hosts (every plan host's address), the
-  host itself, the inventory's monitoring hosts (plan ``monitoring.hosts``: they scrape every
-  service's metrics) and ``k3_admin_networks`` (e.g. the Ansible controller);
-- the exporters' ports (node and accelerator metrics) only from the monitoring hosts,
-  ``k3_admin_networks`` and the host itself;
-- on a monitoring host, Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same
-  (Prometheus sends alerts to every monitoring host's Alertmanager);
-- on every host of the deployment, the ports of the checkpoints' and images' BitTorrent transfers
-  (``transfer_ports``: the seed's tracker and every node's peer ports, TCP and UDP) from the
-  deployment's hosts only: the pieces go between them, never to anyone else;
-- the endpoint's port (where clients send requests) also from ``k3_client_networks``;
-- anything else to those ports is refused with a TCP reset.
+- loopback, the answers to the host's own connections (conntrack ``established,related``), the
+  ICMP messages that keep IP working (unreachable, too big, time exceeded, IPv6 neighbour
+  discovery) and pings from the deployment and the admin networks;
+- SSH (``ssh_ports``, the port Ansible uses) from ``k3_admin_networks`` only; preflight refuses a
+  host whose rules would not admit the controller's own SSH session;
+- the exporters' ports (node and accelerator metrics) from the monitoring hosts (plan
+  ``monitoring.hosts``), ``k3_admin_networks`` and the host itself; on a monitoring host,
+  Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same;
+- each planned port from the hosts the plan says connect to it (the preflight's connection list:
+  health waits, a router's requests, registrations, data-parallel joins, KV-cache pulls, the
+  MetaService), from the monitoring hosts and the admin networks (scrapes, verify, status), the
+  endpoint's port also from ``k3_client_networks``; anyone else to a planned port gets a TCP reset;
+- the members of a multi-node engine group take every port from each other (their engines'
+  ZMQ, NCCL and Gloo sockets listen on ports chosen at start), and no other host does;
+- on every host of the deployment, the BitTorrent transfers of checkpoints and images
+  (``transfer_ports``: the seed's tracker and every node's peer ports, TCP and UDP) and the fabric
+  check's iperf3 port (``fabric_ports``) from the deployment's hosts only;
+- what the inventory adds (``allow``: ``{ports, proto, from}``), e.g. a site's agent on the host;
+- everything else is dropped.
 """
 
 from __future__ import annotations
@@ -25,13 +32,23 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import connections
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._rolling import replica_groups
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _variables as variables
 
 TABLE = "kimi_k3"
+# The names an ``allow`` entry's ``from`` may use besides addresses and networks.
+NAMED_SOURCES = ("deployment", "admins", "clients", "monitoring")
+_REFUSAL = {"tcp": "reject with tcp reset", "udp": "reject"}
+_ICMP = "icmp type { destination-unreachable, time-exceeded, parameter-problem } accept"
+_ICMP6 = (
+    "icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem, "
+    "nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, mld-listener-query } accept"
+)
 
 
 class FirewallError(ValueError):
-    """A network list that is not a list of addresses or networks."""
+    """A network list, a port list or an allow entry the table cannot use."""
 
 
 def networks(value, variable):
@@ -54,43 +71,159 @@ def _port_ranges(ports):
     return ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in spans]
 
 
-def _elements(nets):
-    return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
-
-
-_REFUSAL = {"tcp": "reject with tcp reset", "udp": "reject"}
-
-
-def _admitted(ports, sources, names, proto="tcp"):
-    """The chain's lines for ``ports``: each (set, ports) source accepted, then a refusal for the rest."""
-    if not ports:
-        return []
-    lines = []
-    for name, admitted in sources:
-        for family, match in (("4", "ip"), ("6", "ip6")):
-            if name + family in names:
-                lines.append(
-                    "    %s dport { %s } %s saddr @%s%s accept" % (proto, ", ".join(admitted), match, name, family)
-                )
-    return lines + ["    %s dport { %s } %s" % (proto, ", ".join(ports), _REFUSAL[proto])]
-
-
-def transfer_port_ranges(ports):
+def port_list(ports, variable):
     """``[6969, "6881-6889"]`` -> port dicts (``{port, count}``); FirewallError for anything else."""
     out = []
     for item in ports or []:
         match = re.match(r"^(\d+)(?:-(\d+))?$", str(item))
-        if not match:
-            raise FirewallError("firewall_transfer_ports: %r is not a port or a range a-b" % (item,))
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        first, last = (int(match.group(1)), int(match.group(2) or match.group(1))) if match else (0, 0)
         if not 0 < first <= last < 65536:
-            raise FirewallError("firewall_transfer_ports: %r is not a port or a range a-b" % (item,))
+            raise FirewallError("%s: %r is not a port or a range a-b" % (variable, item))
         out.append({"port": first, "count": last - first + 1})
     return out
 
 
-def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_ports=(), transfer_ports=()):
-    """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``."""
+def transfer_port_ranges(ports):
+    """The transfers' ports (``firewall_transfer_ports``) as port dicts."""
+    return port_list(ports, "firewall_transfer_ports")
+
+
+def _elements(nets):
+    return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
+
+
+def _net(ip):
+    return ipaddress.ip_network(ip)
+
+
+def _family(nets, version):
+    """The networks of one IP version, once each, in address order."""
+    return sorted({n for n in nets if n.version == version}, key=lambda n: (n.network_address, n.prefixlen))
+
+
+class _Sources:
+    """The named address sets of one host's table (``admins4``, ``deployment6`` ...)."""
+
+    def __init__(self, sets):
+        self.sets = dict(sets)
+
+    def declarations(self):
+        lines = []
+        for name, nets in self.sets.items():
+            for version in (4, 6):
+                chosen = _family(nets, version)
+                if chosen:
+                    lines += [
+                        "  set %s%d {" % (name, version),
+                        "    type %s; flags interval; auto-merge;" % ("ipv4_addr" if version == 4 else "ipv6_addr"),
+                        "    elements = { %s }" % _elements(chosen),
+                        "  }",
+                    ]
+        return lines
+
+    def matches(self, name):
+        """The ``ip saddr @name4`` / ``ip6 saddr @name6`` matches of the set's non-empty families."""
+        nets = self.sets.get(name) or []
+        return [
+            "%s saddr @%s%d" % (match, name, v)
+            for v, match in ((4, "ip"), (6, "ip6"))
+            if any(n.version == v for n in nets)
+        ]
+
+
+def _inline(nets):
+    """``ip saddr { a, b }`` / ``ip6 saddr { .. }`` matches of a list of addresses, one per family."""
+    out = []
+    for version, match in ((4, "ip"), (6, "ip6")):
+        chosen = _family(nets, version)
+        if chosen:
+            out.append("%s saddr { %s }" % (match, _elements(chosen)))
+    return out
+
+
+def _accept(proto, ports, sources, comment):
+    if not ports or not sources:
+        return []
+    return ['    %s dport { %s } %s accept comment "%s"' % (proto, ", ".join(ports), s, comment) for s in sources]
+
+
+def _refuse(proto, ports):
+    return ["    %s dport { %s } %s" % (proto, ", ".join(ports), _REFUSAL[proto])] if ports else []
+
+
+def _pings(sources):
+    """Echo requests from the deployment and the admin networks."""
+    return [
+        "    %s type echo-request %s accept" % ("icmp" if match.startswith("ip ") else "icmpv6", match)
+        for match in sources.matches("deployment") + sources.matches("admins")
+    ]
+
+
+def _users(plan, host):
+    """{port: [source addresses]} of ``host``'s planned ports, from the planned connections."""
+    ips = {h: d["ip"] for h, d in (plan.get("hosts") or {}).items()}
+    users = {}
+    for conn in connections(plan):
+        if conn["dst"] == host and conn["src"] in ips:
+            users.setdefault(int(conn["port"]), set()).add(_net(ips[conn["src"]]))
+    return users
+
+
+def _peers(plan, host):
+    """The other members' addresses of every multi-node engine group ``host`` is part of."""
+    ips = {h: d["ip"] for h, d in (plan.get("hosts") or {}).items()}
+    peers = set()
+    for group in replica_groups(plan):
+        if host in group["hosts"] and len(group["hosts"]) > 1:
+            peers |= {_net(ips[h]) for h in group["hosts"] if h != host}
+    return sorted(peers, key=lambda n: (n.version, n.network_address))
+
+
+def _planned_lines(plan, host, ports, endpoint_ports, sources):
+    """Each planned port from its users, the operators, (the endpoint) the clients; then a reset."""
+    users = _users(plan, host)
+    by_sources = {}
+    for entry in ports:
+        for number in range(entry["port"], entry["port"] + entry.get("count", 1)):
+            key = tuple(sorted(users.get(number, ()), key=lambda n: (n.version, n.network_address)))
+            if key:
+                by_sources.setdefault(key, []).append({"port": number})
+    lines = []
+    for nets, numbers in by_sources.items():
+        lines += _accept("tcp", _port_ranges(numbers), _inline(list(nets)), "the hosts the plan connects")
+    lines += _accept("tcp", [str(p) for p in endpoint_ports], sources.matches("clients"), "clients")
+    lines += _accept("tcp", _port_ranges(ports), sources.matches("operators"), "monitoring and admins")
+    return lines
+
+
+def _allow_lines(allow, sources):
+    """The inventory's own additions: ``[{ports: [..], proto: tcp|udp, from: [net | name]}]``."""
+    lines = []
+    for index, entry in enumerate(allow or []):
+        where = "k3_firewall_allow[%d]" % index
+        if not isinstance(entry, dict) or set(entry) - {"ports", "proto", "from", "comment"}:
+            raise FirewallError("%s: %r is not {ports, proto, from}" % (where, entry))
+        proto = entry.get("proto", "tcp")
+        if proto not in _REFUSAL:
+            raise FirewallError("%s: proto %r is not tcp or udp" % (where, proto))
+        ports = _port_ranges(port_list(entry.get("ports"), where + ".ports"))
+        named = [s for s in entry.get("from") or [] if s in NAMED_SOURCES]
+        nets = networks([s for s in entry.get("from") or [] if s not in NAMED_SOURCES], where + ".from")
+        if not ports or not (named or nets):
+            raise FirewallError("%s: ports and from are both needed" % where)
+        matches = [m for name in named for m in sources.matches("operators" if name == "monitoring" else name)]
+        comment = str(entry.get("comment") or "k3_firewall_allow").replace('"', "'")
+        lines += _accept(proto, ports, matches + _inline(nets), comment)
+    return lines
+
+
+def host_rules(plan, host, client_networks=(), admin_networks=(), ports=None, allow=()):
+    """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``.
+
+    ``ports``: ``{"ssh": [22], "monitoring": [9090, 9093], "transfers": [6969, "6881-6889"],
+    "fabric": [5201]}`` (each a list of ports or ranges ``a-b``; SSH defaults to 22, the others to none).
+    """
+    ports_of = dict({"ssh": [22]}, **(ports or {}))
     clients = networks(list(client_networks), "k3_client_networks")
     admins = networks(list(admin_networks), "k3_admin_networks")
     watching = [m for m in (plan.get("monitoring") or {}).get("hosts") or [] if m["host"] == host]
@@ -99,51 +232,60 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), monitoring_por
         data = {"ip": watching[0]["ip"], "services": []}
     if data is None:
         return {"ports": [], "endpoint_ports": [], "ruleset": ""}
-    ports = [p for svc in data["services"] if svc["kind"] != "exporter" for p in svc.get("ports") or []]
+    serving = host in (plan.get("hosts") or {})
+    planned_ports = [p for svc in data["services"] if svc["kind"] != "exporter" for p in svc.get("ports") or []]
     metrics = [p for svc in data["services"] if svc["kind"] == "exporter" for p in svc.get("ports") or []]
     if watching:
-        metrics += [{"port": int(port)} for port in monitoring_ports]
-    transfers = _port_ranges(transfer_port_ranges(transfer_ports)) if host in (plan.get("hosts") or {}) else []
+        metrics += port_list(ports_of.get("monitoring"), "firewall_monitoring_ports")
+    transfers = _port_ranges(transfer_port_ranges(ports_of.get("transfers"))) if serving else []
+    fabric = _port_ranges(port_list(ports_of.get("fabric"), "firewall_fabric_ports")) if serving else []
     endpoint = plan.get("endpoint") or {}
-    endpoint_ports = []
-    if endpoint.get("host") == host and endpoint.get("port"):
-        endpoint_ports = [int(endpoint["port"])]
-    watchers = [ipaddress.ip_network(m["ip"]) for m in (plan.get("monitoring") or {}).get("hosts") or []]
-    deployment = [ipaddress.ip_network(d["ip"]) for d in plan["hosts"].values()] + watchers + admins
-    scrapers = watchers + admins + [ipaddress.ip_network(data["ip"])] if metrics else []
-    planned = _port_ranges(ports)
+    endpoint_ports = [int(endpoint["port"])] if endpoint.get("host") == host and endpoint.get("port") else []
+    watchers = [_net(m["ip"]) for m in (plan.get("monitoring") or {}).get("hosts") or []]
+    sources = _Sources(
+        {
+            "admins": admins,
+            "deployment": [_net(d["ip"]) for d in plan["hosts"].values()],
+            "clients": clients,
+            "operators": watchers + admins + [_net(data["ip"])],
+        }
+    )
+    planned = _port_ranges(planned_ports)
     exported = _port_ranges(metrics)
+    ssh = _port_ranges(port_list(ports_of.get("ssh"), "firewall_ssh_ports"))
+    peers = _peers(plan, host)
     lines = [
         "#!/usr/sbin/nft -f",
-        "# kimi_k3.serving: the planned ports of %s (profile %s), for the deployment only." % (host, plan["profile"]),
+        "# kimi_k3.serving: %s (profile %s): each planned port open to who uses it, the rest dropped."
+        % (host, plan["profile"]),
         "# Written by the firewall role from the plan; edit the inventory (k3_client_networks,",
-        "# k3_admin_networks, k3_firewall) and re-run instead. Other tables are not touched.",
+        "# k3_admin_networks, k3_firewall_allow, k3_firewall) and re-run instead. Other tables are not touched.",
         "table inet %s" % TABLE,
         "delete table inet %s" % TABLE,
         "table inet %s {" % TABLE,
-    ]
-    for family, version in (("4", 4), ("6", 6)):
-        for name, nets in (("deployment", deployment), ("clients", clients), ("monitoring", scrapers)):
-            chosen = [n for n in nets if n.version == version]
-            if chosen:
-                lines += [
-                    "  set %s%s {" % (name, family),
-                    "    type %s; flags interval; auto-merge;" % ("ipv4_addr" if version == 4 else "ipv6_addr"),
-                    "    elements = { %s }" % _elements(chosen),
-                    "  }",
-                ]
-    lines += [
+        *sources.declarations(),
         "  chain input {",
-        "    type filter hook input priority filter - 10; policy accept;",
+        "    type filter hook input priority filter - 10; policy drop;",
         '    iif "lo" accept',
+        "    ct state established,related accept",
+        "    ct state invalid drop",
+        "    " + _ICMP,
+        "    " + _ICMP6,
+        *_pings(sources),
+        *_accept("tcp", ssh, sources.matches("admins"), "ssh: the admin networks"),
+        # (not to the engine group's members below: SSH is the admins' only)
+        *(["    tcp dport { %s } drop" % ", ".join(ssh)] if ssh else []),
+        *_accept("tcp", exported, sources.matches("operators"), "metrics: monitoring and admins"),
+        *_refuse("tcp", exported),
+        *_planned_lines(plan, host, planned_ports, endpoint_ports, sources),
+        *['    %s accept comment "the other members of its engine group"' % m for m in _inline(peers)],
+        *_refuse("tcp", planned),
     ]
-    names = {line.split()[1] for line in lines if line.startswith("  set ")}
-    lines += _admitted(exported, [("monitoring", exported)], names)
-    endpoint_rule = [("clients", [str(p) for p in endpoint_ports])] if endpoint_ports else []
-    lines += _admitted(planned, endpoint_rule + [("deployment", planned)], names)
-    # The transfers: TCP and UDP (the tracker answers both), from the deployment's hosts.
     for proto in ("tcp", "udp"):
-        lines += _admitted(transfers, [("deployment", transfers)], names, proto)
+        lines += _accept(proto, transfers, sources.matches("deployment"), "transfers: the deployment")
+        lines += _refuse(proto, transfers)
+    lines += _accept("tcp", fabric, sources.matches("deployment"), "fabric check: the deployment")
+    lines += _allow_lines(allow, sources)
     lines += ["  }", "}", ""]
     return {
         "ports": planned + exported + transfers,
