@@ -563,7 +563,7 @@ start_hub() {
       systemd-run --unit=k3-sandbox-hub --quiet --working-directory=/var/cache/k3-sandbox-hub \
         $REPO/.venv/services/bin/olah-cli -c /var/cache/k3-sandbox-hub/olah.toml; }"
     local tries=100
-    until curl -fsS -o /dev/null "http://${IP[$h]}:$HUB_PORT/api/models/k3-sandbox/tiny-llama/refs" 2>/dev/null; do
+    until curl -fsS --max-time 2 -o /dev/null "http://${IP[$h]}:$HUB_PORT/api/models/k3-sandbox/tiny-llama/refs" 2>/dev/null; do
       ((--tries > 0)) || break
       sleep 0.2
     done

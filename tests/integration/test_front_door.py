@@ -107,7 +107,7 @@ def running_door(profile, tmp_path, **more):
     port = free_port()
     state = tmp_path / "state"
     state.mkdir()
-    settings = dict(door.DEFAULTS, port=port, state_dir=str(state), max_body="1M", client_rate=0)
+    settings = dict(door.DEFAULTS, port=port, state_dir=str(state), max_body="1M", client_rate=0, key_rate=0)
     settings["user"] = "root" if os.geteuid() == 0 else "nobody"
     settings.update(more)
     target = dict(svc["backend"], ip="127.0.0.1", port=backend.server_address[1])
@@ -299,6 +299,19 @@ def test_the_origins_the_inventory_names_and_only_they_get_cors_answers(tmp_path
         assert call(up, "OPTIONS", "/workers", headers=app)[0] == 401
         assert call(up, "POST", "/v1/chat/completions", headers=app)[0] == 401
         assert [path for path, _auth in up["backend"].seen] == ["/v1/chat/completions"] * 2
+
+
+def test_each_client_key_has_its_own_request_rate_and_the_admin_key_none(tmp_path):
+    """k3_front_door_key_rate: 2 requests per second per client key, a burst of 4 at once; the
+    fifth at once is a 429 that the backend never sees, while another key, and the admin key, pass."""
+    with running_door("nvidia-pd-nixl", tmp_path, key_rate=2) as up:
+        statuses = [call(up, "GET", "/v1/models", CLIENT)[0] for _unused in range(8)]
+        assert statuses[:5] == [200] * 5 and 429 in statuses[5:], statuses  # the first, then a burst of 4
+        assert call(up, "GET", "/v1/models", OTHER)[0] == 200
+        assert [call(up, "GET", "/list_workers", ADMIN)[0] for _unused in range(8)] == [200] * 8
+        assert len(up["backend"].seen) == statuses.count(200) + 1 + 8
+        time.sleep(1.1)
+        assert call(up, "GET", "/v1/models", CLIENT)[0] == 200
 
 
 def test_any_other_route_is_not_found(door_up):

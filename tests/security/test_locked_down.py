@@ -64,6 +64,38 @@ def test_answers_through_the_door_name_no_checkpoint_path(deployed):
     assert status == 200 and "data: [DONE]" in text, text[:500]
 
 
+def refused_count(url, key, limit):
+    """k3_requests_refused_total{limit=...} on an engine's /metrics (0 before the first refusal)."""
+    text = request(url + "/metrics", key)[1]
+    found = re.search(r'^k3_requests_refused_total\{limit="%s"\} ([0-9.e+]+)$' % limit, text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_request_over_the_limits_is_refused_clearly_and_counted(deployed):
+    """n=1000 (the amplification an outside tester found: 9.9 s of engine time for a few hundred
+    bytes), a best_of or max_tokens over the deployment's limits: a 400 naming the field and the
+    limit, before any engine time, counted on the engines' /metrics; the next request gets 200."""
+    key, admin = deployed["keys"][0], deployed["admin"]
+    engines = (ENGINE, PREFILL, DECODE)
+    before = {url: refused_count(url, admin, "n") for url in engines}
+    for url in (FRONT_DOOR + "/v1/chat/completions", FRONT_DOOR + "/v1/completions"):
+        body = dict(CHAT, n=1000) if url.endswith("chat/completions") else {"prompt": "Hi", "n": 1000}
+        status, text = request(url, key, dict(body, model="kimi-k3-sandbox"))
+        assert status == 400, (url, status, text[:500])
+        assert "n=1000 is over this deployment's limit of 16" in text, text[:500]
+    status, text = request(FRONT_DOOR + "/v1/chat/completions", key, dict(CHAT, max_tokens=10**7))
+    assert status == 400 and "max_tokens=10000000 is over this deployment's limit of" in text, text[:500]
+    after = {url: refused_count(url, admin, "n") for url in engines}
+    assert sum(after.values()) - sum(before.values()) >= 2, (before, after)
+    # The engine behind the data-parallel group holds the same limits when called directly.
+    status, text = request(
+        ENGINE + "/v1/completions", admin, {"model": "kimi-k3-sandbox", "prompt": "Hi", "best_of": 99}
+    )
+    assert status == 400 and "best_of=99 is over this deployment's limit of 16" in text, text[:500]
+    assert refused_count(ENGINE, admin, "best_of") >= 1
+    assert request(FRONT_DOOR + "/v1/chat/completions", key, CHAT)[0] == 200
+
+
 def test_a_client_key_is_no_admin_key(deployed):
     key = deployed["keys"][0]
     assert request(FRONT_DOOR + "/list_workers", key)[0] == 403

@@ -63,7 +63,7 @@ def test_no_key_in_anything_the_planner_writes(name):
     validate_plan(plan)
     text = written(plan) + json.dumps(plan)
     assert KEY not in text and OTHER not in text and ADMIN not in text
-    assert plan["auth"] == auth(2)
+    assert {k: v for k, v in plan["auth"].items() if k != "limits"} == auth(2)
 
 
 def test_without_a_key_nothing_changes():
@@ -74,9 +74,14 @@ def test_without_a_key_nothing_changes():
         "variable": "k3_api_key",
         "admin_key": False,
         "admin_variable": "k3_admin_api_key",
+        "limits": {"n": 16, "best_of": 16, "max_tokens": plan["parameters"]["max_model_len"]},
     }
     for svc in services(plan):
         assert "secret_env" not in svc and "secret_files" not in svc
+        # Without keys the guard still holds the request limits (and lets every key through).
+        if svc["kind"] == "vllm" and svc["serves_http"]:
+            assert svc["argv"][-2:] == ["--middleware", "k3_vllm_guard.KeyGuard"]
+            assert json.loads(svc["env"]["K3_REQUEST_LIMITS"]) == plan["auth"]["limits"]
     router = next(s for s in services(plan) if s["kind"] == "router")
     assert router["argv"][0] == "vllm-router"
 

@@ -55,6 +55,7 @@ DEFAULTS = {
     "max_body": "64M",
     "client_connections": 512,
     "client_rate": 100,
+    "key_rate": 50,
     "client_routes": list(CLIENT_ROUTES),
     "user": "www-data",
     "cors_origins": [],
@@ -65,6 +66,7 @@ VARIABLES = {
     "max_body": "k3_front_door_max_body",
     "client_connections": "k3_front_door_client_connections",
     "client_rate": "k3_front_door_client_rate",
+    "key_rate": "k3_front_door_key_rate",
     "client_routes": "k3_front_door_client_routes",
     "user": "k3_front_door_user",
     "cors_origins": "k3_front_door_cors_origins",
@@ -217,6 +219,9 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile, *, hidden=(
             "    map $http_authorization $k3_backend_auth {",
             '        default "";',
             "    }",
+            "    map $http_authorization $k3_client_key {",
+            '        default "";',
+            "    }",
         ]
     lines += [
         "    # No request header in the log: the key never reaches the journal.",
@@ -251,6 +256,9 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile, *, hidden=(
         lines.append("    limit_conn_zone $binary_remote_addr zone=k3_conn:10m;")
     if settings["client_rate"]:
         lines.append("    limit_req_zone $binary_remote_addr zone=k3_req:10m rate=%dr/s;" % settings["client_rate"])
+    if settings.get("key_rate"):
+        # Per client key, from all its addresses: the keys file numbers them (never the key itself here).
+        lines.append("    limit_req_zone $k3_client_key zone=k3_key_req:10m rate=%dr/s;" % settings["key_rate"])
     lines += [
         "    upstream k3_backend {",
         "        server %s:%d;" % (backend["ip"], backend["port"]),
@@ -275,6 +283,8 @@ def nginx_config(settings, backend, tls, keyed, config_dir, profile, *, hidden=(
         lines.append("        limit_conn k3_conn %d;" % settings["client_connections"])
     if settings["client_rate"]:
         lines.append("        limit_req zone=k3_req burst=%d nodelay;" % (2 * settings["client_rate"]))
+    if settings.get("key_rate"):
+        lines.append("        limit_req zone=k3_key_req burst=%d nodelay;" % (2 * settings["key_rate"]))
     lines += [
         "        proxy_http_version 1.1;",
         '        proxy_set_header Connection "";',
@@ -341,6 +351,14 @@ def keys_file(client_keys, admin_key):
         "}",
         "map $http_authorization $k3_backend_auth {",
         '    default "Bearer %s";' % internal,
+        "}",
+        "# Which client key (its number), for the per-key request rate; the admin key is not limited.",
+        "map $http_authorization $k3_client_key {",
+        '    default "";',
+    ]
+    clients = [key for key in client_keys if key != admin_key]
+    lines += ['    "%s" client-%d;' % (_exact(key), number) for number, key in enumerate(clients, 1)]
+    lines += [
         "}",
         "",
     ]

@@ -30,6 +30,7 @@ terminating proxy).
 
 from __future__ import annotations
 
+import json
 import os
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils._paths import DATA_DIR
@@ -57,9 +58,20 @@ def vllm_guard_source():
     return _data_source(VLLM_GUARD + ".py")
 
 
-def _guard_vllm(svc, config_dir, accepted):
+# The request limits (k3_request_max_*): the guard's names and their defaults (max_tokens: max_model_len).
+LIMITS = (
+    ("n", "k3_request_max_n", 16),
+    ("best_of", "k3_request_max_best_of", 16),
+    ("max_tokens", "k3_request_max_tokens", None),
+)
+
+
+def _guard_vllm(svc, config_dir, accepted=None):
     """Every route of the API server behind the key (vLLM's own check covers /v1, /v2, /inference, /cohere)."""
-    svc["secret_env"]["K3_API_KEYS"] = accepted
+    if accepted:
+        svc.setdefault("secret_env", {})["K3_API_KEYS"] = accepted
+    if VLLM_GUARD + ".KeyGuard" in svc["argv"]:
+        return
     svc["argv"] += ["--middleware", VLLM_GUARD + ".KeyGuard"]
     path = svc["env"].get("PYTHONPATH")
     svc["env"]["PYTHONPATH"] = config_dir + (":" + path if path else "")
@@ -133,6 +145,23 @@ class AuthMixin:
             elif kind == "proxy":
                 svc["secret_env"] = {"OPENAI_API_KEY": "primary"}
         return entry
+
+    def apply_limits(self, hosts, rendered, params):
+        """The request limits on every vLLM API server (the guard middleware); the plan's ``limits``."""
+        limits = {}
+        for name, variable, default in LIMITS:
+            value = self.deployment_value(hosts, variable, default)
+            if value is None and name == "max_tokens":
+                value = params.get("max_model_len")
+            if value is not None:
+                limits[name] = int(value)
+        config_dir = params.get("config_dir") or "/etc/kimi-k3"
+        text = json.dumps(limits, sort_keys=True)
+        for _host, svc in rendered:
+            if svc["kind"] == "vllm" and svc["serves_http"] and limits:
+                svc["env"]["K3_REQUEST_LIMITS"] = text
+                _guard_vllm(svc, config_dir)
+        return limits
 
     def read_tls(self, hosts):
         """(cert, key, ca) of the deployment; problems for half a pair or hosts that differ."""

@@ -209,6 +209,7 @@ class _Planner(
             self.expose_router_metrics(rendered, plan_hosts)
         sealed = front is not None and endpoint is not None
         auth = self.apply_auth(keys, admin, rendered, params, sealed)
+        auth["limits"] = self.apply_limits(hosts, rendered, params)
         if sealed:
             auth_tls = self.configure_front_door(front, rendered, auth, tls, config_dir, params)
         else:
