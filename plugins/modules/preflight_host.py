@@ -81,9 +81,8 @@ options:
     type: dict
     default: {}
   ssh:
-    description: What the firewall will admit for SSH; empty (the default) when the host's firewall is the site's.
+    description: What the firewall will admit for SSH; left out when the host's firewall is the site's (nothing checked).
     type: dict
-    default: {}
     suboptions:
       networks:
         description: The networks SSH is admitted from (C(k3_admin_networks)).
@@ -258,7 +257,6 @@ def main():
             "units": {"type": "list", "elements": "str", "default": []},
             "ssh": {
                 "type": "dict",
-                "default": {},
                 "options": {
                     "networks": {"type": "list", "elements": "str", "default": []},
                     "ports": {"type": "list", "elements": "int", "default": [22]},

@@ -294,6 +294,7 @@ def test_no_key_in_the_ansible_output_or_the_plan(deployed):
         "variable": "k3_api_key",
         "admin_key": True,
         "admin_variable": "k3_admin_api_key",
+        "limits": {"n": 16, "best_of": 16, "max_tokens": plan["parameters"]["max_model_len"]},
     }
 
 
