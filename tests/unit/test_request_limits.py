@@ -8,6 +8,7 @@ same requests through the front door to the real engines and reads the count on 
 from __future__ import annotations
 
 import asyncio
+import copy
 import importlib.util
 import json
 
@@ -105,7 +106,7 @@ def test_no_limits_and_bad_values_hold_nothing(monkeypatch):
 
 
 def test_the_limits_come_from_the_inventory_and_are_checked():
-    inv = inventory_input(str(EXAMPLES / "nvidia-tp8" / "hosts.yml"))
+    inv = copy.deepcopy(inventory_input(str(EXAMPLES / "nvidia-tp8" / "hosts.yml")))  # (a shared, cached one)
     for data in inv["hostvars"].values():
         data.update(k3_request_max_n=2, k3_request_max_tokens=4096)
     plan = build_plan(inv)
