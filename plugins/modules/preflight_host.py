@@ -81,7 +81,7 @@ options:
     type: dict
     default: {}
   ssh:
-    description: What the firewall will admit for SSH; left out when the host's firewall is the site's (nothing checked).
+    description: What the firewall will admit for SSH; left out (nothing checked) when the firewall is the site's.
     type: dict
     suboptions:
       networks:
