@@ -133,3 +133,12 @@ def test_the_keys_file_matches_each_key_exactly():
     assert '"~^Bearer sk-k3[.]b[+]c/d==$" client;' in text
     assert '"~^Bearer sk-k3-unit-door-admin$" admin;' in text
     assert 'default "Bearer sk-k3-unit-door-admin";' in text
+
+
+def test_a_draft_in_the_models_own_folder_is_hidden_once_and_the_config_is_the_same_every_time():
+    """The same folder for model and draft (the stand-in checkpoint): one replacement, the model's
+    name, in a fixed order (a set's order changed the door's file between runs)."""
+    params = {"model_path": "/m/k3/", "draft_model_path": "/m/k3", "served_model_name": "kimi-k3"}
+    assert door.hidden_texts(params) == [("/m/k3", "kimi-k3")]
+    params = {"model_path": "/m/a", "draft_model_path": "/m/bb", "served_model_name": "kimi-k3"}
+    assert door.hidden_texts(params) == [("/m/bb", "draft"), ("/m/a", "kimi-k3")]

@@ -109,8 +109,16 @@ def test_the_limits_come_from_the_inventory_and_are_checked():
     inv = copy.deepcopy(inventory_input(str(EXAMPLES / "nvidia-tp8" / "hosts.yml")))  # (a shared, cached one)
     for data in inv["hostvars"].values():
         data.update(k3_request_max_n=2, k3_request_max_tokens=4096)
+    assert build_plan(copy.deepcopy(inv))["auth"]["limits"] == {}  # no keys: no guard, the recipe's command
+    for data in inv["hostvars"].values():
+        data.update(k3_api_key="sk-k3-limits-a", k3_admin_api_key="sk-k3-limits-admin")
     plan = build_plan(inv)
     assert plan["auth"]["limits"] == {"n": 2, "best_of": 16, "max_tokens": 4096}
+    engines = [s for d in plan["hosts"].values() for s in d["services"] if s["kind"] == "vllm" and s["serves_http"]]
+    assert engines
+    for svc in engines:
+        assert json.loads(svc["env"]["K3_REQUEST_LIMITS"]) == plan["auth"]["limits"]
+        assert svc["argv"][-2:] == ["--middleware", "k3_vllm_guard.KeyGuard"]
     for data in inv["hostvars"].values():
         data.update(k3_request_max_n=0)
     with pytest.raises(PlanError, match="k3_request_max_n"):

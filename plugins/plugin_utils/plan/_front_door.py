@@ -176,12 +176,13 @@ def hidden_texts(params):
     the prefill and decode workers' addresses (``___prefill_addr_<address>___decode_addr_...``);
     hiding those would tie the door to the set of engines, and is not done (docs/security.md).
     """
-    pairs = []
+    names = {}
     for key, name in (("model_path", params.get("served_model_name") or "model"), ("draft_model_path", "draft")):
         path = params.get(key)
         if isinstance(path, str) and path.startswith("/") and len(path) > 1:
-            pairs.append((path.rstrip("/"), name))
-    return sorted(set(pairs), key=lambda pair: (-len(pair[0]), pair[0]))
+            # One replacement a path: the model's name where the draft is the same folder.
+            names.setdefault(path.rstrip("/"), name)
+    return sorted(names.items(), key=lambda pair: (-len(pair[0]), pair[0]))
 
 
 def nginx_config(settings, backend, tls, keyed, config_dir, profile, *, hidden=()):

@@ -66,12 +66,9 @@ LIMITS = (
 )
 
 
-def _guard_vllm(svc, config_dir, accepted=None):
+def _guard_vllm(svc, config_dir, accepted):
     """Every route of the API server behind the key (vLLM's own check covers /v1, /v2, /inference, /cohere)."""
-    if accepted:
-        svc.setdefault("secret_env", {})["K3_API_KEYS"] = accepted
-    if VLLM_GUARD + ".KeyGuard" in svc["argv"]:
-        return
+    svc["secret_env"]["K3_API_KEYS"] = accepted
     svc["argv"] += ["--middleware", VLLM_GUARD + ".KeyGuard"]
     path = svc["env"].get("PYTHONPATH")
     svc["env"]["PYTHONPATH"] = config_dir + (":" + path if path else "")
@@ -147,7 +144,8 @@ class AuthMixin:
         return entry
 
     def apply_limits(self, hosts, rendered, params):
-        """The request limits on every vLLM API server (the guard middleware); the plan's ``limits``."""
+        """The request limits on every vLLM API server the guard middleware stands before (a deployment
+        with keys); the plan's ``limits``. Without keys the engines run the recipe's command as it is."""
         limits = {}
         for name, variable, default in LIMITS:
             value = self.deployment_value(hosts, variable, default)
@@ -155,13 +153,11 @@ class AuthMixin:
                 value = params.get("max_model_len")
             if value is not None:
                 limits[name] = int(value)
-        config_dir = params.get("config_dir") or "/etc/kimi-k3"
         text = json.dumps(limits, sort_keys=True)
-        for _host, svc in rendered:
-            if svc["kind"] == "vllm" and svc["serves_http"] and limits:
-                svc["env"]["K3_REQUEST_LIMITS"] = text
-                _guard_vllm(svc, config_dir)
-        return limits
+        guarded = [svc for _host, svc in rendered if VLLM_GUARD + ".KeyGuard" in svc["argv"]]
+        for svc in guarded:
+            svc["env"] = dict(svc["env"], K3_REQUEST_LIMITS=text)
+        return limits if guarded else {}
 
     def read_tls(self, hosts):
         """(cert, key, ca) of the deployment; problems for half a pair or hosts that differ."""
