@@ -83,11 +83,6 @@ def port_list(ports, variable):
     return out
 
 
-def transfer_port_ranges(ports):
-    """The transfers' ports (``firewall_transfer_ports``) as port dicts."""
-    return port_list(ports, "firewall_transfer_ports")
-
-
 def _elements(nets):
     return ", ".join(str(n) if n.prefixlen != n.max_prefixlen else str(n.network_address) for n in nets)
 
@@ -159,9 +154,13 @@ def _pings(sources):
     ]
 
 
+def _ips(plan):
+    return {h: d["ip"] for h, d in (plan.get("hosts") or {}).items()}
+
+
 def _users(plan, host):
     """{port: [source addresses]} of ``host``'s planned ports, from the planned connections."""
-    ips = {h: d["ip"] for h, d in (plan.get("hosts") or {}).items()}
+    ips = _ips(plan)
     users = {}
     for conn in connections(plan):
         if conn["dst"] == host and conn["src"] in ips:
@@ -171,7 +170,7 @@ def _users(plan, host):
 
 def _peers(plan, host):
     """The other members' addresses of every multi-node engine group ``host`` is part of."""
-    ips = {h: d["ip"] for h, d in (plan.get("hosts") or {}).items()}
+    ips = _ips(plan)
     peers = set()
     for group in replica_groups(plan):
         if host in group["hosts"] and len(group["hosts"]) > 1:
@@ -237,7 +236,7 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), ports=None, al
     metrics = [p for svc in data["services"] if svc["kind"] == "exporter" for p in svc.get("ports") or []]
     if watching:
         metrics += port_list(ports_of.get("monitoring"), "firewall_monitoring_ports")
-    transfers = _port_ranges(transfer_port_ranges(ports_of.get("transfers"))) if serving else []
+    transfers = _port_ranges(port_list(ports_of.get("transfers"), "firewall_transfer_ports")) if serving else []
     fabric = _port_ranges(port_list(ports_of.get("fabric"), "firewall_fabric_ports")) if serving else []
     endpoint = plan.get("endpoint") or {}
     endpoint_ports = [int(endpoint["port"])] if endpoint.get("host") == host and endpoint.get("port") else []
