@@ -64,6 +64,19 @@ def test_answers_through_the_door_name_no_checkpoint_path(deployed):
     assert status == 200 and "data: [DONE]" in text, text[:500]
 
 
+def test_answer_ids_name_no_internal_address(deployed):
+    """vllm-router's P/D request id carries the prefill and decode workers' addresses, and vLLM puts it
+    into every answer: the decode engine's guard answers with the uuid alone, whole and streamed."""
+    key = deployed["keys"][0]
+    internal = re.compile(r"10\.77\.0\.\d+|_addr_")
+    status, text = request(FRONT_DOOR + "/v1/chat/completions", key, CHAT)
+    assert status == 200 and re.fullmatch(r"chatcmpl-[0-9a-f]{32}", json.loads(text)["id"]), text[:300]
+    status, text = request(FRONT_DOOR + "/v1/chat/completions", key, dict(CHAT, stream=True))
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert status == 200 and events and len({e["id"] for e in events}) == 1, text[:300]
+    assert not internal.search(text), text[:300]
+
+
 def refused_count(url, key, limit):
     """k3_requests_refused_total{limit=...} on an engine's /metrics (0 before the first refusal)."""
     text = request(url + "/metrics", key)[1]

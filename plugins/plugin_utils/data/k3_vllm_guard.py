@@ -18,6 +18,12 @@ asking for more choices (``n``, ``best_of``) or more output tokens (``max_tokens
 the field and the limit, before it costs engine time; each refusal is counted on the API server's
 /metrics as ``k3_requests_refused_total{limit="n"}``. A body that is not JSON is left to vLLM.
 
+With K3_PLAIN_REQUEST_IDS=1 (a P/D deployment's decode engines, whose answers go to clients), a
+generation request whose ``X-Request-Id`` is vllm-router's P/D one
+(``___prefill_addr_<address>___decode_addr_<address>_<uuid>``: the KV connectors find each other by
+it) is answered with that id's last part, the uuid, in its place: no internal address reaches a
+client (vLLM puts the id into every answer and every streamed event of it).
+
 Loaded with ``--middleware k3_vllm_guard.KeyGuard`` and this file's folder on PYTHONPATH.
 """
 
@@ -34,6 +40,8 @@ LIMITED_FIELDS = (
     ("max_tokens", "max_tokens"),
     ("max_completion_tokens", "max_tokens"),
 )
+# vllm-router's P/D request ids carry the workers' addresses after this mark.
+PEER_ID_MARK = b"___prefill_addr_"
 _REFUSAL = json.dumps({"error": {"message": "a valid API key is required", "type": "authentication_error"}}).encode()
 
 
@@ -81,6 +89,37 @@ def over_limit(body, limits):
     return None
 
 
+def peer_id(scope):
+    """The request's ``X-Request-Id`` where it is vllm-router's P/D id (with addresses), else None."""
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"x-request-id" and value.startswith(PEER_ID_MARK):
+            return value
+    return None
+
+
+def plain_ids(send, request_id):
+    """``send`` with ``request_id`` replaced by its last part (the uuid) in every body message; the
+    length of a whole answer follows (a streamed one has none)."""
+    plain = request_id.rsplit(b"_", 1)[-1]
+    held = []
+
+    async def sending(message):
+        if message["type"] == "http.response.start":
+            held.append(message)  # sent with the first body, whose length may change
+            return
+        if message["type"] == "http.response.body":
+            message = dict(message, body=message.get("body", b"").replace(request_id, plain))
+            if held:
+                start = held.pop()
+                headers = [(k, v) for k, v in start.get("headers") or () if k.lower() != b"content-length"]
+                if not message.get("more_body"):
+                    headers.append((b"content-length", str(len(message["body"])).encode()))
+                await send(dict(start, headers=headers))
+        await send(message)
+
+    return sending
+
+
 async def _respond(send, status, body, extra=()):
     await send(
         {
@@ -100,6 +139,7 @@ class KeyGuard:
         self.tokens = _tokens()
         self.limits = _limits()
         self.refused = _counter() if self.limits else None
+        self.plain_ids = os.environ.get("K3_PLAIN_REQUEST_IDS") == "1"
 
     def allowed(self, scope):
         if not self.tokens:
@@ -113,10 +153,16 @@ class KeyGuard:
                 break
         return any(hmac.compare_digest(given, token) for token in self.tokens)
 
+    def generating(self, scope):
+        return scope["type"] == "http" and scope.get("method") == "POST" and scope.get("path") in LIMITED_ROUTES
+
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or self.allowed(scope):
-            if self.limits and scope["type"] == "http" and scope.get("method") == "POST":
-                if scope.get("path") in LIMITED_ROUTES:
+            if self.generating(scope):
+                request_id = peer_id(scope) if self.plain_ids else None
+                if request_id:
+                    send = plain_ids(send, request_id)
+                if self.limits:
                     await self.limited(scope, receive, send)
                     return
             await self.app(scope, receive, send)

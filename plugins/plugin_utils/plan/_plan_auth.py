@@ -159,6 +159,14 @@ class AuthMixin:
             svc["env"] = dict(svc["env"], K3_REQUEST_LIMITS=text)
         return limits if guarded else {}
 
+    @staticmethod
+    def apply_plain_ids(rendered):
+        """The decode engines the guard stands before answer with plain ids: vllm-router's P/D request
+        id carries the prefill and decode workers' addresses, which vLLM puts into every answer."""
+        for _host, svc in rendered:
+            if svc.get("role") == "decode" and VLLM_GUARD + ".KeyGuard" in svc["argv"]:
+                svc["env"] = dict(svc["env"], K3_PLAIN_REQUEST_IDS="1")
+
     def read_tls(self, hosts):
         """(cert, key, ca) of the deployment; problems for half a pair or hosts that differ."""
         found = {}

@@ -210,6 +210,7 @@ class _Planner(
         sealed = front is not None and endpoint is not None
         auth = self.apply_auth(keys, admin, rendered, params, sealed)
         auth["limits"] = self.apply_limits(hosts, rendered, params)
+        self.apply_plain_ids(rendered)
         if sealed:
             auth_tls = self.configure_front_door(front, rendered, auth, tls, config_dir, params)
         else:
