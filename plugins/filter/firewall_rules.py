@@ -42,6 +42,7 @@ options:
       - "The ports besides the plan's, each a list of ports or ranges a-b:"
       - "C(ssh) (default 22) from the admin networks only;"
       - "C(monitoring), on a monitoring host, Prometheus' and Alertmanager's, from the monitoring hosts and the admin networks only;"
+      - "C(gossip), Alertmanager's cluster port, TCP from the other monitoring hosts only, where there are two or more;"
       - "C(transfers), the BitTorrent transfers', TCP and UDP, and C(fabric), the fabric check's, from the deployment's hosts only."
     type: dict
   allow:

@@ -20,6 +20,10 @@ description:
   - "In install mode: Alertmanager's configuration (the receivers of monitoring_receivers, routed with
     continue, grouped by alert and host; checked by amtool; 0640, group prometheus; a change reloads it),
     named in Alertmanager's ARGS."
+  - "Alertmanager's cluster: with two or more monitoring hosts (plan monitoring.hosts), TLS and a CA, each
+    Alertmanager gossips with the others on its plan address, port 9094, over mutual TLS (the cluster TLS
+    file demands a client certificate of the CA), and Prometheus sends every alert to each of them;
+    otherwise no cluster listener at all (--cluster.listen-address=)."
   - "The units to run (install mode) and the key values the module masks (the password, the receivers'
     credentials)."
 author: kimi_k3.serving maintainers (!UNKNOWN)
@@ -33,7 +37,8 @@ options:
       - "The monitoring role's settings, without their monitoring_ prefix - mode, targets_dir, dashboards_dir,
         rules_file, config_file, scrape_interval, thresholds, alertmanagers, services, web_user, web_password,
         web_config_file, web_password_file, web_defaults_files, web_tls_cert, web_tls_key, web_tls_ca,
-        receivers, route, alertmanager_config_file. A missing one is named in the error."
+        receivers, route, alertmanager_config_file. A missing one is named in the error. Optional: host,
+        this monitoring host's inventory name (its Alertmanager's place in the cluster)."
     type: dict
     required: true
 """

@@ -8,7 +8,8 @@ import importlib.util
 from conftest import ROOT
 
 
-def _sandbox_tls():
+def sandbox_tls():
+    """tools/sandbox_tls.py as a module."""
     spec = importlib.util.spec_from_file_location("sandbox_tls", ROOT / "tools" / "sandbox_tls.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -18,7 +19,7 @@ def _sandbox_tls():
 def make_pki(tmp_path):
     """ca.pem, server.pem and server.key in a folder under ``tmp_path``; returns their paths by name."""
     folder = tmp_path / "pki"
-    _sandbox_tls().make(str(folder), "127.0.0.1/32")
+    sandbox_tls().make(str(folder), "127.0.0.1/32")
     return {
         "ca.pem": folder / "ca.pem",
         "server.pem": folder / "front-door.pem",

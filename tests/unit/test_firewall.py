@@ -165,6 +165,17 @@ def test_a_monitoring_host_opens_prometheus_and_alertmanager_to_the_watchers_and
     # The deployment's hosts keep their tables; the monitoring ports are the monitoring hosts' only.
     engine = next(iter(plan["hosts"]))
     assert host_rules(plan, engine, [], [], {"monitoring": [9090, 9093]})["ports"] == host_rules(plan, engine)["ports"]
+    # Alertmanager's cluster port: from the other monitoring host only, the only rule it has.
+    ports = {"monitoring": [9090, 9093], "gossip": [9094]}
+    text = host_rules(plan, "mon-1", ["203.0.113.0/24"], ["192.0.2.250"], ports)["ruleset"]
+    assert [line.strip() for line in text.splitlines() if "9094" in line] == [
+        "tcp dport { 9094 } ip saddr { 192.0.2.10 } accept "
+        'comment "Alertmanager\'s cluster: the other monitoring hosts"'
+    ]
+    assert "9094" not in host_rules(plan, engine, [], [], ports)["ruleset"]
+    # One monitoring host: no cluster, the port is dropped as every unlisted one.
+    plan["monitoring"]["hosts"].pop()
+    assert "9094" not in host_rules(plan, "mon-1", [], ["192.0.2.250"], ports)["ruleset"]
     if shutil.which("nft"):
         path = tmp_path / "mon.nft"
         path.write_text(text)

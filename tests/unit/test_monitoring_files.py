@@ -149,3 +149,26 @@ def test_a_missing_setting_is_named(plan):
     settings = {k: v for k, v in SETTINGS.items() if k not in ("rules_file", "web_tls_ca")}
     with pytest.raises(ValueError, match="monitoring_files needs the settings rules_file, web_tls_ca"):
         files.monitoring_files(plan, settings)
+
+
+def test_two_monitoring_hosts_peer_over_mutual_tls_and_each_prometheus_alerts_both():
+    """With a CA, the Alertmanagers of two monitoring hosts are one cluster on their plan addresses
+    (tests/integration/test_alertmanager_cluster.py runs the real one with these flags)."""
+    two = planner.build_plan(inventory({"k3-sb-mon": "10.77.0.18", "k3-sb-mon2": "10.77.0.19"}))
+    own = dict(SETTINGS, host="k3-sb-mon2", alertmanagers=["10.77.0.19:9093"])
+    staged = by_path(files.monitoring_files(two, own))
+    args = staged["/etc/default/prometheus-alertmanager"]["line"]
+    assert args.endswith(
+        "--cluster.listen-address=10.77.0.19:9094 --cluster.advertise-address=10.77.0.19:9094 "
+        '--cluster.peer=10.77.0.18:9094 --cluster.tls-config=%s"' % files.CLUSTER_TLS
+    )
+    tls = staged[files.CLUSTER_TLS]
+    assert (tls["service"], tls["change"], tls["group"]) == ("prometheus-alertmanager", "restart", "prometheus")
+    server = yaml.safe_load(tls["content"])["tls_server_config"]
+    assert server["client_auth_type"] == "RequireAndVerifyClientCert" and server["client_ca_file"] == files.WEB_CA
+    managers = yaml.safe_load(staged[SETTINGS["config_file"]]["content"])["alerting"]["alertmanagers"][0]
+    assert managers["static_configs"][0]["targets"] == ["10.77.0.19:9093", "10.77.0.18:9093"]
+    # Without a CA to check a peer's certificate against: no cluster listener, each stands alone.
+    alone = by_path(files.monitoring_files(two, dict(own, web_tls_ca="")))
+    assert alone["/etc/default/prometheus-alertmanager"]["line"].endswith('--cluster.listen-address="')
+    assert files.CLUSTER_TLS not in alone

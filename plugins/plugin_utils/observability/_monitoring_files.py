@@ -21,6 +21,7 @@ import os
 from ansible.plugins.filter.core import to_nice_json, to_nice_yaml
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _alertmanager as alertmanager
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _alertmanager_cluster as cluster
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring as monitoring
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _monitoring_web as web
 
@@ -28,6 +29,8 @@ from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability impo
 WEB_CERT = "/etc/prometheus/kimi-k3-web.pem"
 WEB_KEY = "/etc/prometheus/kimi-k3-web.key"
 WEB_CA = "/etc/prometheus/kimi-k3-web-ca.pem"
+# Alertmanager's mutual TLS with its peers (two or more monitoring hosts).
+CLUSTER_TLS = "/etc/prometheus/kimi-k3-cluster.yml"
 GROUP = "prometheus"
 PROMETHEUS = "prometheus"
 
@@ -101,8 +104,9 @@ def _web_files(conf, tls):
     return files, client, [conf["web_password"], *web_doc["basic_auth_users"].values()]
 
 
-def _args_files(conf, with_web):
-    """Each daemon's ARGS line: the web configuration (with a password), Alertmanager's own file.
+def _args_files(conf, with_web, peer):
+    """Each daemon's ARGS line: the web configuration (with a password), Alertmanager's own file
+    and its cluster (``_alertmanager_cluster.py``: peers over mutual TLS, or no listener).
 
     Both read their files again by themselves (or on a reload); a changed flag needs a restart.
     """
@@ -112,11 +116,7 @@ def _args_files(conf, with_web):
         flags = ["--web.config.file=%s" % conf["web_config_file"]] if with_web else []
         if service == ALERTMANAGER:
             flags.append("--config.file=%s" % conf["alertmanager_config_file"])
-            # No gossip port: Alertmanager's cluster listener (9094, TCP and UDP, every address, no
-            # authentication) would let anyone who reaches it join and spread silences past the
-            # web configuration's password. Each monitoring host's Alertmanager stands alone, and
-            # Prometheus sends every alert to each of them.
-            flags.append("--cluster.listen-address=")
+            flags += cluster.cluster_flags(peer, CLUSTER_TLS)
         if flags:
             line = 'ARGS="%s"' % " ".join(flags)
             files.append(_file(defaults, service=service, change="restart", line=line, regexp="^ARGS="))
@@ -150,6 +150,8 @@ def monitoring_files(plan, settings):
     install = conf["mode"] == "install"
     with_web = install and bool(conf["web_password"])
     tls = with_web and bool(conf["web_tls_cert"])
+    # Peers over mutual TLS where there are two or more monitoring hosts, a certificate and a CA.
+    peer = cluster.peering(plan, conf.get("host"), tls and bool(conf["web_tls_ca"])) if install else None
     targets = (plan.get("monitoring") or {}).get("targets") or []
     files = [
         _file("%s/%s.json" % (conf["targets_dir"], job), _json(groups))
@@ -162,15 +164,21 @@ def monitoring_files(plan, settings):
         secrets += web_secrets
     if install:
         manager, manager_secrets = _alertmanager_file(conf)
-        files += [manager] + _args_files(conf, with_web)
+        files += [manager] + _args_files(conf, with_web, peer)
         secrets += manager_secrets
+    if peer:
+        tls_doc = cluster.cluster_tls(WEB_CERT, WEB_KEY, WEB_CA)
+        files.append(_file(CLUSTER_TLS, _yaml(tls_doc), service=ALERTMANAGER, change="restart", group=GROUP))
     rules = _file(conf["rules_file"], _yaml(monitoring.alert_rules(conf["thresholds"] or None)), change="reload")
     if install:
         rules["validate"] = "promtool check rules %s"
     files.append(rules)
     if install:
+        # Every alert to each Alertmanager of the cluster: it notifies once.
+        managers = list(conf["alertmanagers"])
+        managers += [m for m in cluster.api_addresses(peer) if m not in managers]
         config = monitoring.prometheus_config(
-            conf["targets_dir"], [conf["rules_file"]], conf["alertmanagers"], conf["scrape_interval"], None, client
+            conf["targets_dir"], [conf["rules_file"]], managers, conf["scrape_interval"], None, client
         )
         files.append(_file(conf["config_file"], _yaml(config), change="reload", validate="promtool check config %s"))
     files += [

@@ -13,7 +13,9 @@ the site's other tables are never touched. Its input chain drops every packet it
   host whose rules would not admit the controller's own SSH session;
 - the exporters' ports (node and accelerator metrics) from the monitoring hosts (plan
   ``monitoring.hosts``), ``k3_admin_networks`` and the host itself; on a monitoring host,
-  Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same;
+  Prometheus' and Alertmanager's ports (``monitoring_ports``) from the same; where there are two
+  or more monitoring hosts, Alertmanager's cluster port (``gossip_ports``, its peers' mutual TLS)
+  from the other monitoring hosts only;
 - each planned port from the hosts the plan says connect to it (the preflight's connection list:
   health waits, a router's requests, registrations, data-parallel joins, KV-cache pulls, the
   MetaService), from the monitoring hosts and the admin networks (scrapes, verify, status), the
@@ -178,6 +180,17 @@ def _peers(plan, host):
     return sorted(peers, key=lambda n: (n.version, n.network_address))
 
 
+def _gossip(plan, host, ports_of):
+    """(ports, lines): Alertmanager's cluster port on a monitoring host, from the other monitoring
+    hosts only, where there are two or more (its peers, over mutual TLS); otherwise nothing."""
+    members = (plan.get("monitoring") or {}).get("hosts") or []
+    others = [_net(m["ip"]) for m in members if m["host"] != host]
+    if len(members) < 2 or len(others) == len(members):
+        return [], []
+    ports = _port_ranges(port_list(ports_of.get("gossip"), "firewall_gossip_ports"))
+    return ports, _accept("tcp", ports, _inline(others), "Alertmanager's cluster: the other monitoring hosts")
+
+
 def _planned_lines(plan, host, ports, endpoint_ports, sources):
     """Each planned port from its users, the operators, (the endpoint) the clients; then a reset."""
     users = _users(plan, host)
@@ -219,8 +232,9 @@ def _allow_lines(allow, sources):
 def host_rules(plan, host, client_networks=(), admin_networks=(), ports=None, allow=()):
     """``{"ports": [...], "endpoint_ports": [...], "ruleset": text}`` for ``host`` of ``plan``.
 
-    ``ports``: ``{"ssh": [22], "monitoring": [9090, 9093], "transfers": [6969, "6881-6889"],
-    "fabric": [5201]}`` (each a list of ports or ranges ``a-b``; SSH defaults to 22, the others to none).
+    ``ports``: ``{"ssh": [22], "monitoring": [9090, 9093], "gossip": [9094], "transfers": [6969,
+    "6881-6889"], "fabric": [5201]}`` (each a list of ports or ranges ``a-b``; SSH defaults to 22, the
+    others to none).
     """
     ports_of = dict({"ssh": [22]}, **(ports or {}))
     clients = networks(list(client_networks), "k3_client_networks")
@@ -253,6 +267,7 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), ports=None, al
     exported = _port_ranges(metrics)
     ssh = _port_ranges(port_list(ports_of.get("ssh"), "firewall_ssh_ports"))
     peers = _peers(plan, host)
+    gossip, gossip_lines = _gossip(plan, host, ports_of)
     lines = [
         "#!/usr/sbin/nft -f",
         "# kimi_k3.serving: %s (profile %s): each planned port open to who uses it, the rest dropped."
@@ -284,10 +299,11 @@ def host_rules(plan, host, client_networks=(), admin_networks=(), ports=None, al
         lines += _accept(proto, transfers, sources.matches("deployment"), "transfers: the deployment")
         lines += _refuse(proto, transfers)
     lines += _accept("tcp", fabric, sources.matches("deployment"), "fabric check: the deployment")
+    lines += gossip_lines
     lines += _allow_lines(allow, sources)
     lines += ["  }", "}", ""]
     return {
-        "ports": planned + exported + transfers,
+        "ports": planned + exported + transfers + gossip,
         "endpoint_ports": endpoint_ports,
         "ruleset": "\n".join(lines),
     }
