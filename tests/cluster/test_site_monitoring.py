@@ -39,6 +39,13 @@ MON = "k3-sb-mon"
 PROMETHEUS = "https://10.77.0.18:9090"
 ALERTMANAGER = "https://10.77.0.18:9093"
 RULES = "/etc/prometheus/kimi-k3-rules.yml"
+# What only root and the prometheus group may read on the monitoring host.
+SECRET_FILES = (
+    "/etc/prometheus/kimi-k3-web.key",
+    "/etc/prometheus/kimi-k3-web.password",
+    "/etc/prometheus/kimi-k3-web.yml",
+    "/etc/prometheus/kimi-k3-alertmanager.yml",
+)
 # Where the sandbox's Alertmanager sends its notifications (inventories/sandbox: monitoring_receivers).
 WEBHOOK_PORT = 19093
 
@@ -340,6 +347,12 @@ def test_prometheus_and_alertmanager_refuse_a_caller_without_the_credentials(clu
     # No gossip port (9094, TCP and UDP): nothing to join past the password.
     listening = on_mon("ss -Hlntu")
     assert ":9094 " not in listening and ":9090 " in listening, listening
+    # The key, the password, the web and Alertmanager configurations by account name inside the host:
+    # root's, readable by the group prometheus, which has no other member there.
+    held = on_mon("stat -c '%a %U %G %n' " + " ".join(SECRET_FILES)).split("\n")
+    assert sorted(line.split()[3] for line in held if line) == sorted(SECRET_FILES), held
+    assert all(line.split()[:3] == ["640", "root", "prometheus"] for line in held if line), held
+    assert on_mon("getent group prometheus").strip().split(":")[3] == ""
 
 
 def test_a_failing_npu_fires_its_alert_naming_host_and_chip_then_it_resolves(cluster):
