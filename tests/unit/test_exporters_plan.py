@@ -18,6 +18,7 @@ from test_plan_monitoring import inventory
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _exporters as exporters
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _hardware_rules as hardware
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _firewall as firewall
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _unit_files as unit_files
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations import _units as units
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _plan_schema as plan_schema
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _planner as planner
@@ -33,6 +34,11 @@ def watched(name, **extra):
     for host in inv["hostvars"]:
         inv["hostvars"][host].update(extra)
     return inv
+
+
+# What the service_unit role passes to the unit files (its defaults).
+SETTINGS = {"config_dir": "/etc/kimi-k3", "state_dir": "/var/lib/kimi-k3", "path": [], "extra_env": {}}
+SETTINGS.update(limits={}, docker="/usr/bin/docker")
 
 
 def exporters_of(plan, host):
@@ -143,3 +149,16 @@ def test_device_metrics_exporter_takes_its_port_from_its_configuration():
 def test_the_exporter_plan_is_not_changed_by_reading_it_twice():
     inv = watched("a3-mixed-4node")
     assert planner.build_plan(copy.deepcopy(inv)) == planner.build_plan(inv)
+
+
+@pytest.mark.parametrize("name", example_names())
+def test_every_planned_file_lies_in_a_folder_the_service_files_make(name):
+    """The service_units module writes a planned file only into a folder that exists: the
+    configuration folder (made by the same call) or another the host already has."""
+    plan = planner.build_plan(watched(name))
+    services = [s for d in plan["hosts"].values() for s in d["services"]]
+    made = {d["path"] for d in unit_files.service_files(services, SETTINGS)["directories"]}
+    for svc in services:
+        for item in svc.get("files") or []:
+            folder = item["path"].rsplit("/", 1)[0]
+            assert folder in made or not folder.startswith("/etc/kimi-k3"), (svc["name"], item["path"])

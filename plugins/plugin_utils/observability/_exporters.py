@@ -135,7 +135,8 @@ def accelerator_exporter(platform, ip, settings, config_dir, runtime="docker"):
     image = settings.get("image") or spec["image"]
     docker = runtime == "docker"
     if platform == "blackwell":
-        counters = "%s/dcgm-exporter/counters.csv" % config_dir
+        # In the configuration folder itself: the one folder the service_units call makes.
+        counters = "%s/dcgm-exporter-counters.csv" % config_dir
         argv = ["dcgm-exporter", "-a", "%s:%d" % (ip, port), "-f", DCGM_COUNTERS_PATH if docker else counters]
         container = {
             "network": "host",
@@ -147,7 +148,7 @@ def accelerator_exporter(platform, ip, settings, config_dir, runtime="docker"):
     elif platform == "rocm":
         # The exporter reads its port from its configuration (ServerPort) and listens on every
         # address; the image's entrypoint starts its GPU agent first, then the exporter.
-        config = "%s/device-metrics-exporter/config.json" % config_dir
+        config = "%s/device-metrics-exporter.json" % config_dir
         if docker:
             argv = [ROCM_ENTRYPOINT, "-amd-metrics-config", ROCM_CONFIG_PATH]
         else:
