@@ -46,11 +46,11 @@ def _key_bytes(key):
 
 
 # Each service that presents TLS has a certificate and key of its own: a leaked key is one service's.
-LEAVES = {"front-door": "front door", "monitoring": "Prometheus and Alertmanager"}
-# What each presents it for: Alertmanagers that peer (two monitoring hosts) dial each other with it too.
-USAGES = {
-    "front-door": [ExtendedKeyUsageOID.SERVER_AUTH],
-    "monitoring": [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+# Each with what it presents it for: Alertmanagers that peer (two monitoring hosts) dial each other
+# with the monitoring one too.
+LEAVES = {
+    "front-door": ("front door", [ExtendedKeyUsageOID.SERVER_AUTH]),
+    "monitoring": ("Prometheus and Alertmanager", [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
 }
 
 
@@ -73,7 +73,7 @@ def _still_good(folder, addresses):
             usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         except x509.ExtensionNotFound:
             return False
-        if list(usages) != USAGES[name]:  # made before the monitoring certificate served peers too
+        if list(usages) != LEAVES[name][1]:  # made before the monitoring certificate served peers too
             return False
         left = cert.not_valid_after_utc - datetime.datetime.now(datetime.UTC)
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -84,18 +84,18 @@ def _still_good(folder, addresses):
     return os.path.exists(os.path.join(folder, "ca.pem"))
 
 
-def _leaf(name, addresses, ca_name, ca_key, now):
+def _leaf(title, usages, addresses, ca_name, ca_key, now):
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox %s" % LEAVES[name])]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kimi_k3.serving sandbox %s" % title)]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=DAYS))
         .add_extension(x509.SubjectAlternativeName([x509.IPAddress(a) for a in addresses]), critical=False)
-        .add_extension(x509.ExtendedKeyUsage(USAGES[name]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         # digitalSignature only: an EC key signs the handshake and encrypts no key.
         .add_extension(x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True)
@@ -134,8 +134,8 @@ def make(folder, *subnets):
     )
     _write(os.path.join(ca_folder(folder), "ca.key"), _key_bytes(ca_key), 0o600)
     _write(os.path.join(folder, "ca.pem"), ca.public_bytes(serialization.Encoding.PEM), 0o644)
-    for name in LEAVES:
-        key, cert = _leaf(name, addresses, ca_name, ca_key, now)
+    for name, (title, usages) in LEAVES.items():
+        key, cert = _leaf(title, usages, addresses, ca_name, ca_key, now)
         _write(os.path.join(folder, name + ".key"), _key_bytes(key), 0o600)
         _write(os.path.join(folder, name + ".pem"), cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return "made"

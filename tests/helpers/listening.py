@@ -1,9 +1,17 @@
-"""Wait until a server a test started listens on the loopback, or fail with what it said."""
+"""A free port on the loopback, and waiting until a server a test started listens there (or failing
+with what it said)."""
 
 from __future__ import annotations
 
 import socket
 import time
+
+
+def free_port():
+    """A TCP port of the loopback no one listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def wait_listening(port, proc, what, timeout=20):

@@ -6,21 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 
 from conftest import ROOT, VENV_BIN, nginx_program
 
 from helpers.ansible_run import run
-from helpers.listening import wait_listening
+from helpers.listening import free_port, wait_listening
 
 SERVICES = ROOT / ".venv" / "services" / "bin"
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def model_fetch(args, check=True):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -21,6 +20,7 @@ import urllib.request
 import pytest
 import yaml
 from conftest import unpacked_program
+from helpers.listening import free_port
 from helpers.pki import sandbox_tls
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability import _alertmanager as alertmanager
@@ -33,12 +33,6 @@ PLAN = {
         "hosts": [{"host": "mon-a", "ip": "127.0.0.2"}, {"host": "mon-b", "ip": "127.0.0.3"}],
     }
 }
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def api(web, path, body=None):

@@ -28,7 +28,7 @@ import warnings
 
 import pytest
 from conftest import EXAMPLES, inventory_input, nginx_program, vllm_routes
-from helpers.listening import wait_listening
+from helpers.listening import free_port, wait_listening
 from helpers.pki import make_pki
 from helpers.secured_sandbox import ROUTER_ROUTES
 from helpers.tls_scan import SSLYZE, scan
@@ -41,12 +41,6 @@ CLIENT = "sk-k3-door-client-Ab3.d+e/f=="
 OTHER = "sk-k3-door-client-2-xyz"
 ADMIN = "sk-k3-door-admin-Q9r8s7"
 PROFILES = {"nvidia-pd-nixl": "router", "a3-pd-8p8d": "proxy", "a2-mixed-8node": "vllm"}
-
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Backend(http.server.ThreadingHTTPServer):

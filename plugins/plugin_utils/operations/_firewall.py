@@ -35,6 +35,7 @@ import ipaddress
 import re
 
 from ansible_collections.kimi_k3.serving.plugins.module_utils.preflight_connections import connections
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.observability._alertmanager_cluster import peering
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.operations._rolling import replica_groups
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.plan import _variables as variables
 
@@ -183,11 +184,13 @@ def _peers(plan, host):
 def _gossip(plan, host, ports_of):
     """(ports, lines): Alertmanager's cluster port on a monitoring host, from the other monitoring
     hosts only, where there are two or more (its peers, over mutual TLS); otherwise nothing."""
-    members = (plan.get("monitoring") or {}).get("hosts") or []
-    others = [_net(m["ip"]) for m in members if m["host"] != host]
-    if len(members) < 2 or len(others) == len(members):
+    # Whether the monitoring stage peers also takes its TLS settings; an open port nothing listens on
+    # behind is dropped anyway, so the firewall asks only about the members.
+    cluster = peering(plan, host, tls_ready=True)
+    if cluster is None:
         return [], []
     ports = _port_ranges(port_list(ports_of.get("gossip"), "firewall_gossip_ports"))
+    others = [_net(ip) for ip in cluster["peers"]]
     return ports, _accept("tcp", ports, _inline(others), "Alertmanager's cluster: the other monitoring hosts")
 
 

@@ -172,9 +172,9 @@ def hidden_texts(params):
     name (the draft's: ``draft``).
 
     Only what the parameters fix: the door's configuration must not change when a node leaves or
-    joins (remove_node.yml, scale.yml leave the door as it is). vllm-router's P/D request ids carry
-    the prefill and decode workers' addresses (``___prefill_addr_<address>___decode_addr_...``);
-    hiding those would tie the door to the set of engines, and is not done (docs/security.md).
+    joins (remove_node.yml, scale.yml leave the door as it is). vllm-router's P/D request ids, which
+    carry the prefill and decode workers' addresses, are not the door's to hide: the decode engines'
+    guard answers with their uuid alone (``K3_PLAIN_REQUEST_IDS``, ``_plan_auth.py``).
     """
     names = {}
     for key, name in (("model_path", params.get("served_model_name") or "model"), ("draft_model_path", "draft")):
