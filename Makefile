@@ -22,9 +22,10 @@ SANDBOX_HUB := .cache/sandbox/hub
 # tools/sandbox.sh makes this local repository their distribution's mirror (docker.io for the
 # prerequisites tests, Prometheus and Alertmanager for the sandbox's monitoring host, nginx for the
 # front door; the front door's tests also run this nginx on the controller, unpacked; aria2 and
-# mktorrent for the checkpoint's fan-out, opentracker unpacked for its tracker).
+# mktorrent for the checkpoint's fan-out, opentracker unpacked for its tracker; docker-registry unpacked
+# for the site's image mirror's test).
 TEST_DEBS := .cache/debian-debs
-TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter iperf3 aria2 mktorrent opentracker
+TEST_DEB_PACKAGES := docker.io python3-requests prometheus prometheus-alertmanager nginx prometheus-node-exporter iperf3 aria2 mktorrent opentracker docker-registry
 PLAN_DIR ?= plan
 # Independent set-up steps (venvs, packages, test data, lint) run side by side, this many at once.
 SETUP_JOBS ?= 6

@@ -15,8 +15,10 @@ description:
     Takes, per host, the images its planned services run and the images community.docker.docker_image_info
     found there, and gives per image the node that gets it once (a node that holds it, else the first that
     needs it, or the one given), how (pull, or load from the site's archive) and the nodes that lack it, to
-    which the container_runtime role brings it by BitTorrent. An image pinned by digest is pulled by each node
-    that lacks it. Refused, naming the hosts, when the nodes hold different builds of an image.
+    which the container_runtime role brings it by BitTorrent. An image pinned by digest is pulled: from Docker
+    Hub, with the site's mirror (O(mirror)), by one node that lacks it and then by the others from the
+    mirror; otherwise by each node that lacks it. Refused, naming the hosts, when the nodes hold different
+    builds of an image.
 author: kimi_k3.serving maintainers (!UNKNOWN)
 options:
   _input:
@@ -42,6 +44,10 @@ options:
     description: "The folder under which each image's archive is kept on the nodes."
     type: str
     default: /var/lib/kimi-k3/images
+  mirror:
+    description: "Whether the site runs a Docker Hub mirror (the mirror_site filter) that the nodes pull through."
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -52,7 +58,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: "One entry per image: image, name, path (its archive's folder), seed, how (pull, load or none), targets."
+  description: >-
+    One entry per image: image, name, path (its archive's folder), seed, how (pull, load or none), targets (the
+    nodes it is brought to by BitTorrent), mirrored (the nodes that pull it from the site's mirror after the seed).
   type: list
   elements: dict
 """

@@ -471,7 +471,7 @@ def test_each_host_with_ports_has_the_table_and_a_flushed_one_comes_back(deploye
     rules = on("k3-sb-dp1", "nft list table inet kimi_k3").stdout
     # (nft lists a one-element set as the element alone)
     ports = {tuple((a or b).split(", ")) for a, b in re.findall(r"tcp dport (?:\{ ([0-9, -]+) \}|(\d+))", rules)}
-    assert ports == {("22",), ("8082", "9100"), ("6881-6889", "6969"), ("5201",)}, rules
+    assert ports == {("22",), ("8082", "9100"), ("5050", "6881-6889", "6969"), ("5201",)}, rules
     assert "policy drop;" in rules and 'ip saddr 10.77.0.12 accept comment "the other members' in rules, rules
     assert "@operators4 accept" in rules and "{ 8082, 9100 } ip saddr @deployment4" not in rules, rules
     on("k3-sb-prefill", "nft delete table inet kimi_k3")

@@ -54,6 +54,7 @@ def test_an_image_no_node_holds_is_pulled_once_and_brought_to_the_others():
             "seed": "n0",
             "how": "pull",
             "targets": ["n1", "n2"],
+            "mirrored": [],
         },
         {
             "image": ROUTER,
@@ -62,6 +63,7 @@ def test_an_image_no_node_holds_is_pulled_once_and_brought_to_the_others():
             "seed": "n1",
             "how": "pull",
             "targets": [],
+            "mirrored": [],
         },
     ]
 
@@ -94,3 +96,24 @@ def test_different_builds_and_a_seed_outside_the_run_are_refused_before_anything
     message = str(found.value)
     assert "the image differs between nodes (sha256:aa on n0; sha256:bb on n1)" in message
     assert "container_runtime_seed 'n9': not one of the hosts of this run (n0, n1, n2)" in message
+
+
+HUB_PINNED = "vllm/vllm-openai@sha256:" + "b" * 64
+
+
+def test_with_the_mirror_a_hub_image_pinned_by_digest_is_pulled_once_then_from_the_mirror():
+    needs = {host: [HUB_PINNED, PINNED] for host in HOSTS}
+    held = {"n0": [{"Id": "sha256:ee", "RepoTags": [], "RepoDigests": [HUB_PINNED]}]}
+    out = image_fanout(needs, held, HOSTS, mirror=True)
+    # Docker Hub's: the first node that lacks it fills the mirror, the other pulls from it afterwards.
+    assert [(e["image"], e["seed"], e["how"], e["targets"], e["mirrored"]) for e in out] == [
+        (HUB_PINNED, "n1", "pull", [], ["n2"]),
+        # Another registry's: Docker sends only Docker Hub's images to a mirror, so each node pulls it.
+        (PINNED, "n0", "pull", [], []),
+        (PINNED, "n1", "pull", [], []),
+        (PINNED, "n2", "pull", [], []),
+    ]
+    # The seed named, when it lacks the image, fills the mirror; nothing to pull when every node holds it.
+    assert image_fanout(needs, held, HOSTS, seed="n2", mirror=True)[0]["seed"] == "n2"
+    everywhere = {host: held["n0"] for host in HOSTS}
+    assert image_fanout({h: [HUB_PINNED] for h in HOSTS}, everywhere, HOSTS, mirror=True) == []

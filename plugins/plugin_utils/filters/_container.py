@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.filters._errors import filter_errors
-from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._docker_install import docker_install_plan
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._docker_install import (
+    daemon_action,
+    docker_install_plan,
+)
 
 
 @filter_errors
@@ -17,4 +20,4 @@ class Filters:
     """kimi_k3.serving container runtime filters."""
 
     def filters(self):
-        return {"docker_install_plan": _docker_install_plan}
+        return {"docker_install_plan": _docker_install_plan, "docker_daemon_action": filter_errors(daemon_action)}

@@ -22,8 +22,9 @@ the site's other tables are never touched. Its input chain drops every packet it
   endpoint's port also from ``k3_client_networks``; anyone else to a planned port gets a TCP reset;
 - the members of a multi-node engine group take every port from each other (their engines'
   ZMQ, NCCL and Gloo sockets listen on ports chosen at start), and no other host does;
-- on every host of the deployment, the BitTorrent transfers of checkpoints and images
-  (``transfer_ports``: the seed's tracker and every node's peer ports, TCP and UDP) and the fabric
+- on every host of the deployment, the BitTorrent transfers of checkpoints and images and the
+  site's image mirror (``transfer_ports``: the seed's tracker, every node's peer ports and the
+  mirror's port, TCP and UDP) and the fabric
   check's iperf3 port (``fabric_ports``) from the deployment's hosts only;
 - what the inventory adds (``allow``: ``{ports, proto, from}``), e.g. a site's agent on the host;
 - everything else is dropped.

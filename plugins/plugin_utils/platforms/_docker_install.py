@@ -99,3 +99,35 @@ def docker_install_plan(facts, source, repo_uri="", repo_key=""):
         "%s (os_family %s) is not supported: Docker is installed with apt (Debian, Ubuntu) or dnf "
         "(EL 8/9, openEuler)" % (distribution, family)
     )
+
+
+# The daemon.json keys a running Docker applies on SIGHUP (systemctl reload docker) without stopping
+# its containers (moby's daemon/reload.go); any other change needs a restart, which stops them unless
+# live-restore is on.
+RELOADABLE = (
+    "debug",
+    "default-runtime",
+    "insecure-registries",
+    "labels",
+    "live-restore",
+    "max-concurrent-downloads",
+    "max-concurrent-uploads",
+    "max-download-attempts",
+    "registry-mirrors",
+    "runtimes",
+    "shutdown-timeout",
+)
+
+
+def daemon_action(current, wanted):
+    """How a running Docker takes ``wanted`` (daemon.json as a dict) over ``current``.
+
+    ``None`` when nothing changes, ``reload`` when only keys Docker reloads on SIGHUP change (its
+    containers keep running: adding the site's mirror to a serving cluster stops nothing),
+    ``restart`` otherwise.
+    """
+    current, wanted = dict(current or {}), dict(wanted or {})
+    changed = {key for key in set(current) | set(wanted) if current.get(key) != wanted.get(key)}
+    if not changed:
+        return None
+    return "reload" if changed <= set(RELOADABLE) else "restart"

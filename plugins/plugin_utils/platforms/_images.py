@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._registry_mirror import from_docker_hub
+
 
 def image_differences(by_host):
     """``{host: [docker_image_info images]}`` -> one message per planned image whose ID differs between hosts.
@@ -45,17 +47,20 @@ def _holds(images, ref):
     return any(ref in (image.get("RepoTags") or []) + (image.get("RepoDigests") or []) for image in images or [])
 
 
-def image_fanout(needs, info, hosts, seed=None, archives=None, root="/var/lib/kimi-k3/images"):
+def image_fanout(needs, info, hosts, seed=None, archives=None, root="/var/lib/kimi-k3/images", *, mirror=False):
     """Per planned image, the node that gets it once and the nodes it is brought to from there.
 
     ``needs``: host to the images its planned services run; ``info``: host to its
     community.docker.docker_image_info images; ``hosts``: the run's hosts in order; ``seed``: the node
     that gets every image (container_runtime_seed), else per image the first node that holds it, else
     the first that needs it; ``archives``: image to the archive (docker save) the seed loads instead
-    of pulling (an air-gapped site). An image pinned by digest (name@sha256:...) is pulled by each
-    node that lacks it (an archive keeps no repository digest; the pull checks it). Returns
-    ``[{image, name, path, seed, how, targets}]`` (``how``: pull, load, or none when the seed holds
-    it); ImagesError when the nodes hold different builds of an image, or ``seed`` is not a host.
+    of pulling (an air-gapped site). An image pinned by digest (name@sha256:...) is pulled (an
+    archive keeps no repository digest; the pull checks it): with ``mirror`` (the site's Docker Hub
+    mirror, mirror_site) and a Docker Hub image, by one node that lacks it first, which fills the
+    mirror, then by the others (``mirrored``) from the mirror; otherwise by each node that lacks it.
+    Returns ``[{image, name, path, seed, how, targets, mirrored}]`` (``how``: pull, load, or none
+    when the seed holds it); ImagesError when the nodes hold different builds of an image, or
+    ``seed`` is not a host.
     """
     hosts = list(hosts)
     archives = archives or {}
@@ -76,10 +81,7 @@ def image_fanout(needs, info, hosts, seed=None, archives=None, root="/var/lib/ki
         holding = [host for host in needing if _holds(info.get(host), image)]
         lacking = [host for host in needing if host not in holding]
         if "@sha256:" in image:
-            out.extend(
-                {"image": image, "name": _slug(image), "path": None, "seed": host, "how": "pull", "targets": []}
-                for host in lacking
-            )
+            out.extend(_pinned(image, lacking, seed, mirror and from_docker_hub(image)))
             continue
         chosen = seed or (holding[0] if holding else needing[0])
         how = None
@@ -93,6 +95,18 @@ def image_fanout(needs, info, hosts, seed=None, archives=None, root="/var/lib/ki
                 "seed": chosen,
                 "how": how,
                 "targets": [host for host in lacking if host != chosen],
+                "mirrored": [],
             }
         )
     return out
+
+
+def _pinned(image, lacking, seed, mirrored):
+    """The pulls of an image pinned by digest: through the mirror, the first alone, then the others."""
+    if not lacking:
+        return []
+    entry = {"image": image, "name": _slug(image), "path": None, "how": "pull", "targets": [], "mirrored": []}
+    if mirrored:
+        first = seed if seed in lacking else lacking[0]
+        return [dict(entry, seed=first, mirrored=[host for host in lacking if host != first])]
+    return [dict(entry, seed=host) for host in lacking]
