@@ -13,9 +13,11 @@
 #     torrent on its whitelist, a seeding aria2c and one aria2c per receiver, with the role's options;
 #   - rsync from the one source (an rsync daemon on the seed), every receiver at once: what staging
 #     from one shared folder does.
-# Every copy is then checked with sha256sum -c. The receivers share this machine's two cores, so
-# their checks run one after the other here; a node checks its own copy on its own CPU, so the
-# figure adds the time of one check to the time the last copy arrived, and the script prints both.
+# Every copy is then checked with sha256sum -c. Before each phase the written pages go to disk and
+# the page cache is emptied, so that no phase pays for the one before it. The receivers share this
+# machine's two cores, so their checks run one after the other here; a node checks its own copy on
+# its own CPU, so the figure adds the time of one check to the time the last copy arrived, and the
+# script prints both.
 # Needs root, aria2c, mktorrent, opentracker (Debian packages; make test-data unpacks opentracker).
 # Leaves nothing behind (namespaces, links, files) however it ends.
 set -euo pipefail
@@ -66,6 +68,11 @@ checked() { # $1 = folder: its copy against the list
   (cd "$1" && sha256sum --quiet -c "$WORK/SHA256SUMS")
 }
 
+settle() { # the dirty pages written out and the page cache emptied (the seed's folder is read again)
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+}
+
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- the checkpoint and the hosts ---------------------------------------------------------------
@@ -100,6 +107,7 @@ printf '|---|---|---|---|---|---|---|\n'
 for n in "${RECEIVERS[@]}"; do
   RS=0
   if ((WITH_RSYNC)); then
+    settle
     # rsync: every receiver from the one source at once.
     start=$(date +%s.%N)
     pids=()
@@ -114,6 +122,8 @@ for n in "${RECEIVERS[@]}"; do
       rm -rf "$WORK/r$i"
     done
   fi
+  # Each phase starts from the same state: what the one before wrote is on disk and out of the cache.
+  settle
   # BitTorrent as the role runs it.
   rm -f "$WORK/ckpt.torrent"
   mktorrent -p -l "$PIECE" -a "http://$SEED:6969/announce" -o "$WORK/ckpt.torrent" "$WORK/seed/ckpt" >/dev/null

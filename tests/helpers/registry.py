@@ -3,11 +3,14 @@ what a registry's access log says it served."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
 import yaml
 
@@ -41,11 +44,24 @@ def plain(folder, address):
     }
 
 
+def runroot(node):
+    """``node``'s podman run folder: a short path of its own (podman refuses one over 50 characters,
+    which a pytest worker's temporary folder exceeds)."""
+    return Path("/tmp") / ("k3-podman-%s" % hashlib.sha256(str(node).encode()).hexdigest()[:12])
+
+
 def podman(node, *args, conf=None):
     """podman with ``node``'s own image store (vfs) and the registries.conf ``conf``."""
     env = dict(os.environ, CONTAINERS_REGISTRIES_CONF=str(conf)) if conf else dict(os.environ)
-    command = ["podman", "--root", str(node / "storage"), "--runroot", str(node / "run"), "--storage-driver", "vfs"]
+    command = ["podman", "--root", str(node / "storage"), "--runroot", str(runroot(node)), "--storage-driver", "vfs"]
     return subprocess.run(command + list(args), capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+def forget(*nodes):
+    """The image stores of ``nodes`` removed, with their run folders."""
+    for node in nodes:
+        shutil.rmtree(runroot(node), ignore_errors=True)
+        shutil.rmtree(node, ignore_errors=True)
 
 
 def blob_gets(log):

@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 from conftest import unpacked_program
 from helpers.listening import free_port
-from helpers.registry import blob_gets, plain, podman, serve
+from helpers.registry import blob_gets, forget, plain, podman, serve
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._registry_mirror import mirror_config
 
@@ -76,6 +76,7 @@ def site(tmp_path_factory):
     for process in processes:
         process.kill()
         process.wait()
+    forget(*(folder / node for node in ("maker", "n1", "n2", "n3")))
 
 
 def test_an_image_pinned_by_digest_comes_from_the_hub_once_and_from_the_mirror_to_every_node(site):

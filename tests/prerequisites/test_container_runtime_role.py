@@ -20,7 +20,7 @@ import pytest
 from conftest import unpacked_program
 from doubles import REPO, TestHosts, recap
 from helpers.listening import free_port
-from helpers.registry import blob_gets, plain, podman, serve
+from helpers.registry import blob_gets, forget, plain, podman, serve
 
 HOSTS = TestHosts(
     "hosts-docker.txt",
@@ -118,6 +118,7 @@ def stand_in_hub(tmp_path_factory):
     finally:
         process.kill()
         process.wait()
+        forget(folder / "maker")
 
 
 def test_an_image_pinned_by_digest_comes_from_the_hub_once_through_the_site_mirror(test_hosts, stand_in_hub):
