@@ -39,15 +39,28 @@ def site(tmp_path_factory):
         {"host": "n0", "ip": "127.0.0.1", "port": mirror_port}, str(folder / "cache"), "http://127.0.0.1:%d" % hub_port
     )
     mirror["log"]["accesslog"] = {"disabled": False}
-    processes = [serve(binary, hub, folder, "hub"), serve(binary, mirror, folder, "mirror")]
-    # An image of the stand-in hub: a layer of a few files, imported and pushed by podman.
+    processes = [serve(binary, hub, folder, "hub")]
+    try:
+        processes.append(serve(binary, mirror, folder, "mirror"))
+        yield stand_in(folder, hub_port, mirror_port)
+    finally:  # the registries stop however the set-up or the tests end
+        for process in processes:
+            process.kill()
+            process.wait()
+        forget(*(folder / node for node in ("maker", "n1", "n2", "n3")))
+
+
+def stand_in(folder, hub_port, mirror_port):
+    """An image on the stand-in hub (a layer of a few files, imported and pushed by podman) and the
+    nodes' setting: Docker Hub is the stand-in, its mirror first (Docker's registry-mirrors)."""
     layer = folder / "layer.tar"
     (folder / "rootfs").mkdir()
     (folder / "rootfs" / "weights.txt").write_text("kimi-k3 stand-in\n" * 1000)
     with tarfile.open(layer, "w") as tar:
         tar.add(folder / "rootfs", arcname=".")
     maker = folder / "maker"
-    assert podman(maker, "import", str(layer), "localhost/k3/tiny:1").returncode == 0
+    imported = podman(maker, "import", str(layer), "localhost/k3/tiny:1")
+    assert imported.returncode == 0, imported.stderr
     digest_file = folder / "digest"
     pushed = podman(
         maker,
@@ -59,13 +72,12 @@ def site(tmp_path_factory):
         "127.0.0.1:%d/k3/tiny:1" % hub_port,
     )
     assert pushed.returncode == 0, pushed.stderr
-    # The nodes' setting: Docker Hub is the stand-in, its mirror first (Docker's registry-mirrors).
     conf = folder / "registries.conf"
     conf.write_text(
         '[[registry]]\nprefix = "docker.io"\nlocation = "127.0.0.1:%d"\ninsecure = true\n'
         '[[registry.mirror]]\nlocation = "127.0.0.1:%d"\ninsecure = true\n' % (hub_port, mirror_port)
     )
-    yield {
+    return {
         "folder": folder,
         "conf": conf,
         "digest": digest_file.read_text().strip(),
@@ -73,10 +85,6 @@ def site(tmp_path_factory):
         "hub_log": folder / "hub.log",
         "mirror_log": folder / "mirror.log",
     }
-    for process in processes:
-        process.kill()
-        process.wait()
-    forget(*(folder / node for node in ("maker", "n1", "n2", "n3")))
 
 
 def test_an_image_pinned_by_digest_comes_from_the_hub_once_and_from_the_mirror_to_every_node(site):
