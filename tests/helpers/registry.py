@@ -57,6 +57,14 @@ def podman(node, *args, conf=None):
     return subprocess.run(command + list(args), capture_output=True, text=True, env=env, timeout=300, check=False)
 
 
+def push(maker, image, destination, *options):
+    """``image`` of ``maker``'s store pushed to ``destination`` (a plain-HTTP registry): its digest."""
+    digest_file = maker / "digest"
+    pushed = podman(maker, "push", "--tls-verify=false", *options, "--digestfile", str(digest_file), image, destination)
+    assert pushed.returncode == 0, pushed.stderr
+    return digest_file.read_text().strip()
+
+
 def forget(*nodes):
     """The image stores of ``nodes`` removed, with their run folders."""
     for node in nodes:

@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 from conftest import unpacked_program
 from helpers.listening import free_port
-from helpers.registry import blob_gets, forget, plain, podman, serve
+from helpers.registry import blob_gets, forget, plain, podman, push, serve
 
 from ansible_collections.kimi_k3.serving.plugins.plugin_utils.platforms._registry_mirror import mirror_config
 
@@ -36,7 +36,9 @@ def site(tmp_path_factory):
     hub_port, mirror_port = free_port(), free_port()
     hub = plain(folder, "127.0.0.1:%d" % hub_port)
     mirror = mirror_config(
-        {"host": "n0", "ip": "127.0.0.1", "port": mirror_port}, str(folder / "cache"), "http://127.0.0.1:%d" % hub_port
+        {"host": "n0", "ip": "127.0.0.1", "port": mirror_port, "addr": "127.0.0.1:%d" % mirror_port},
+        str(folder / "cache"),
+        "http://127.0.0.1:%d" % hub_port,
     )
     mirror["log"]["accesslog"] = {"disabled": False}
     processes = [serve(binary, hub, folder, "hub")]
@@ -61,17 +63,7 @@ def stand_in(folder, hub_port, mirror_port):
     maker = folder / "maker"
     imported = podman(maker, "import", str(layer), "localhost/k3/tiny:1")
     assert imported.returncode == 0, imported.stderr
-    digest_file = folder / "digest"
-    pushed = podman(
-        maker,
-        "push",
-        "--tls-verify=false",
-        "--digestfile",
-        str(digest_file),
-        "localhost/k3/tiny:1",
-        "127.0.0.1:%d/k3/tiny:1" % hub_port,
-    )
-    assert pushed.returncode == 0, pushed.stderr
+    digest = push(maker, "localhost/k3/tiny:1", "127.0.0.1:%d/k3/tiny:1" % hub_port)
     conf = folder / "registries.conf"
     conf.write_text(
         '[[registry]]\nprefix = "docker.io"\nlocation = "127.0.0.1:%d"\ninsecure = true\n'
@@ -80,7 +72,7 @@ def stand_in(folder, hub_port, mirror_port):
     return {
         "folder": folder,
         "conf": conf,
-        "digest": digest_file.read_text().strip(),
+        "digest": digest,
         "mirror_port": mirror_port,
         "hub_log": folder / "hub.log",
         "mirror_log": folder / "mirror.log",

@@ -20,7 +20,7 @@ import pytest
 from conftest import unpacked_program
 from doubles import REPO, TestHosts, recap
 from helpers.listening import free_port
-from helpers.registry import blob_gets, forget, plain, podman, serve
+from helpers.registry import blob_gets, forget, plain, podman, push, serve
 
 HOSTS = TestHosts(
     "hosts-docker.txt",
@@ -97,22 +97,10 @@ def stand_in_hub(tmp_path_factory):
         maker = folder / "maker"
         loaded = podman(maker, "load", "-i", str(REPO / "images" / "engine-a.tar"))
         assert loaded.returncode == 0, loaded.stderr
-        digest_file = folder / "digest"
-        pushed = podman(
-            maker,
-            "push",
-            "--tls-verify=false",
-            "--format",
-            "v2s2",
-            "--digestfile",
-            str(digest_file),
-            IMAGE,
-            "%s:%d/%s" % (CONTROLLER, port, IMAGE),
-        )
-        assert pushed.returncode == 0, pushed.stderr
+        digest = push(maker, IMAGE, "%s:%d/%s" % (CONTROLLER, port, IMAGE), "--format", "v2s2")
         yield {
             "url": "http://%s:%d" % (CONTROLLER, port),
-            "digest": digest_file.read_text().strip(),
+            "digest": digest,
             "log": folder / "hub.log",
         }
     finally:

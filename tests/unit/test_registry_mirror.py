@@ -55,7 +55,13 @@ def test_the_mirror_runs_only_for_a_docker_hub_image_pinned_by_digest_on_two_nod
 
 def test_the_mirror_runs_on_the_first_container_node_and_on_none_below_two():
     two = plan(("router", "native"), ("p0", "docker"), ("d0", "docker"))
-    assert mirror_site(two) == {"host": "p0", "ip": "10.0.0.11", "port": 5050, "url": "http://10.0.0.11:5050"}
+    assert mirror_site(two) == {
+        "host": "p0",
+        "ip": "10.0.0.11",
+        "port": 5050,
+        "addr": "10.0.0.11:5050",
+        "url": "http://10.0.0.11:5050",
+    }
     assert mirror_site(two, "d0", 5051)["url"] == "http://10.0.0.12:5051"
     assert mirror_site(plan(("p0", "docker"), ("d0", "native"))) is None
     assert mirror_site(two, enabled=False) is None
@@ -73,9 +79,9 @@ def test_a_mirror_host_without_containers_or_a_taken_port_is_refused():
 
 
 def test_the_mirror_is_a_pull_through_cache_on_its_plan_address():
-    site = {"host": "p0", "ip": "10.0.0.11", "port": 5050}
+    site = mirror_site(plan(("p0", "docker"), ("d0", "docker")))
     config = mirror_config(site, "/srv/mirror")
-    assert config["http"]["addr"] == "10.0.0.11:5050"
+    assert config["http"]["addr"] == "10.0.0.10:5050"
     assert config["proxy"] == {"remoteurl": "https://registry-1.docker.io"}
     assert config["storage"]["filesystem"] == {"rootdirectory": "/srv/mirror"}
     assert "debug" not in config["http"]

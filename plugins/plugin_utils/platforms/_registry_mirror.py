@@ -33,7 +33,7 @@ def from_docker_hub(image):
 
 
 def mirror_site(plan, host="", port=5050, enabled=True):
-    """The site's Docker Hub mirror, or None: ``{host, ip, port, url}``.
+    """The site's Docker Hub mirror, or None: ``{host, ip, port, addr, url}`` (``addr``: where it listens).
 
     A pull-through cache (the distribution registry) on one node of the deployment, which every node
     running containers names in Docker's ``registry-mirrors``: an image pinned by digest, which an
@@ -62,8 +62,8 @@ def mirror_site(plan, host="", port=5050, enabled=True):
             % (port, ", ".join(taken), chosen)
         )
     ip = hosts[chosen]["ip"]
-    address = "[%s]" % ip if ":" in ip else ip
-    return {"host": chosen, "ip": ip, "port": int(port), "url": "http://%s:%s" % (address, port)}
+    addr = "%s:%d" % ("[%s]" % ip if ":" in ip else ip, int(port))
+    return {"host": chosen, "ip": ip, "port": int(port), "addr": addr, "url": "http://" + addr}
 
 
 def _shared_pins(hosts):
@@ -92,7 +92,6 @@ def mirror_config(mirror, storage="/var/lib/docker-registry", remote=REMOTE, cre
                 % " and ".join(missing)
             )
         proxy.update(username=credentials["username"], password=credentials["password"])
-    address = "[%s]" % mirror["ip"] if ":" in mirror["ip"] else mirror["ip"]
     return {
         "version": 0.1,
         "log": {"level": "info", "fields": {"service": "k3-image-mirror"}},
@@ -101,7 +100,7 @@ def mirror_config(mirror, storage="/var/lib/docker-registry", remote=REMOTE, cre
             "cache": {"blobdescriptor": "inmemory"},
             "delete": {"enabled": True},
         },
-        "http": {"addr": "%s:%s" % (address, mirror["port"]), "headers": {"X-Content-Type-Options": ["nosniff"]}},
+        "http": {"addr": mirror["addr"], "headers": {"X-Content-Type-Options": ["nosniff"]}},
         "proxy": proxy,
         "health": {"storagedriver": {"enabled": True, "interval": "10s", "threshold": 3}},
     }
